@@ -1,0 +1,1 @@
+"""Click front ends. Each command parses flags, builds RunOptions, calls ONE library function."""

@@ -1,0 +1,107 @@
+"""The exception tree. Each class knows its CLI exit code; the CLI maps them once, at the edge.
+
+    PplxError (1)
+    ├── UsageError (2)
+    ├── ConfigError (2)
+    ├── ArchiveError (1)          a file in the archive could not be read or written safely
+    ├── SchemaError (1)          a payload could not be parsed at all (names thread + JSON path)
+    ├── Interrupted (130)
+    └── ApiError (1)             every error that came back from (or on the way to) the API
+        ├── AuthError (3)            401, Cloudflare 403 challenge, no usable session cookie
+        ├── PermissionDenied (1)     403 *_NOT_ALLOWED JSON, 200 status:failed: per-object
+        ├── EntryExpired (1)         400 ENTRY_EXPIRED: platform purged the thread (terminal)
+        │   └── EntryDeleted (1)     400 ENTRY_DELETED: the user deleted it (terminal)
+        ├── NotFound (1)             404: never terminal outside sync-deleted
+        ├── RateLimited (1)          429 after every retry was spent
+        ├── ServerError (1)          5xx after every retry was spent
+        └── TransportError (1)       network failure or a 200 whose body is not JSON
+
+`ThreadsFailed` (4) is raised by long runs that finished but lost some threads.
+"""
+
+from __future__ import annotations
+
+
+class PplxError(Exception):
+    """Base of every error the tool raises on purpose."""
+
+    exit_code = 1
+
+
+class UsageError(PplxError):
+    exit_code = 2
+
+
+class ConfigError(PplxError):
+    exit_code = 2
+
+
+class ArchiveError(PplxError):
+    exit_code = 1
+
+
+class SchemaError(PplxError):
+    """A thread payload could not be parsed at all. Names the thread and the JSON path."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, thread: str = "", path: str = "") -> None:
+        self.thread = thread
+        self.path = path
+        where = ", ".join(p for p in (f"thread {thread}" if thread else "", path) if p)
+        super().__init__(f"{message} ({where})" if where else message)
+
+
+class Interrupted(PplxError):
+    exit_code = 130
+
+
+class ThreadsFailed(PplxError):
+    """A long run finished, but some threads failed; the summary lists them."""
+
+    exit_code = 4
+
+
+class ApiError(PplxError):
+    """An error from the API. `endpoint` is "METHOD /path" (never a query string)."""
+
+    exit_code = 1
+
+    def __init__(self, reason: str, *, endpoint: str = "", status: int | None = None) -> None:
+        self.reason = reason
+        self.endpoint = endpoint
+        self.status = status
+        super().__init__(f"{endpoint}: {reason}" if endpoint else reason)
+
+
+class AuthError(ApiError):
+    exit_code = 3
+
+
+class PermissionDenied(ApiError):
+    pass
+
+
+class EntryExpired(ApiError):
+    pass
+
+
+class EntryDeleted(EntryExpired):
+    # A subclass of EntryExpired: both are terminal; check DELETED first (protocol §7.1).
+    pass
+
+
+class NotFound(ApiError):
+    pass
+
+
+class RateLimited(ApiError):
+    pass
+
+
+class ServerError(ApiError):
+    pass
+
+
+class TransportError(ApiError):
+    pass

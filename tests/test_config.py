@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pplx_export.cli.export import main
+from pplx_export.config import default_config_path, load_config
+from pplx_export.errors import ConfigError
+
+SAMPLE = """\
+# my archive settings
+default_account = "alice"  # the usual one
+archive_root = "~/perplexity-archive"
+
+[accounts.alice]
+display_name = "Alice Example"
+email = "alice@example.com"
+
+[accounts.bob]
+email = "bob@example.com"
+
+[network]
+min_interval = 0.5
+"""
+
+
+def test_default_path_is_inside_the_isolated_home(isolated_home: Path) -> None:
+    assert str(default_config_path()).startswith(str(isolated_home))
+
+
+def test_missing_default_config_is_degraded_mode() -> None:
+    cfg = load_config()
+    assert cfg.degraded
+    assert cfg.account().name == "default"
+    assert cfg.archive_dir() == Path("./web_archive")
+
+
+def test_missing_explicit_config_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "nope.toml")
+
+
+def test_env_var_config_counts_as_explicit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PPLX_EXPORT_CONFIG", str(tmp_path / "missing.toml"))
+    with pytest.raises(ConfigError):
+        load_config()
+
+
+def test_parse_error_names_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('default_account = "a"\narchive_root = \n')
+    with pytest.raises(ConfigError, match=r"bad\.toml, line 2"):
+        load_config(bad)
+
+
+def test_accounts_root_and_network(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(SAMPLE)
+    cfg = load_config(path)
+    assert cfg.account().display_name == "Alice Example"
+    assert cfg.account("bob").display_name == "bob"
+    assert cfg.network.min_interval == 0.5
+    assert cfg.archive_dir("x") == Path("x")
+    assert cfg.archive_dir() == Path("~/perplexity-archive").expanduser()
+    with pytest.raises(ConfigError, match="carol"):
+        cfg.account("carol")
+
+
+def test_save_keeps_comments_and_is_owner_only(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(SAMPLE)
+    cfg = load_config(path)
+    cfg.section("index_state", "alice")["incremental_runs_since_full"] = 3
+    cfg.save()
+    text = path.read_text()
+    assert "# my archive settings" in text and "# the usual one" in text
+    assert "[index_state.alice]" in text
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".pplx-tmp-")]
+
+
+def test_wrong_types_are_config_errors(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('auto_commit = "yes"\n')
+    with pytest.raises(ConfigError, match="auto_commit"):
+        load_config(path)
+
+
+def test_cli_version_and_help() -> None:
+    runner = CliRunner()
+    assert "pplx-export" in runner.invoke(main, ["--version"]).output
+    assert runner.invoke(main, ["--help"]).exit_code == 0
