@@ -1,0 +1,1 @@
+"""Raw API dicts -> models. Pure: no I/O, no network, no clock."""
