@@ -1,0 +1,183 @@
+"""Incremental refresh of the library index (protocol.md §2.2, product.md `index`).
+
+The network layer yields listing rows newest-first, page by page, from a generator; this
+module decides how many of them to consume. Incremental mode stops after
+`STOP_RUN` consecutive rows that are already known with an identical `lastUpdated`: a
+continued thread moves to the top of the listing, so once a run of untouched rows is seen,
+everything below it is untouched too. The fetched head is merged with the stored tail.
+`--full` consumes everything and replaces the index by exactly the fetched set, which is the
+only way to notice deletions and space moves of older threads; hence the reminder after
+`FULL_REMINDER_RUNS` incremental runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pplx_export.archive.library_index import (
+    SEARCH_MODE_KEY,
+    load_index,
+    normalize_row,
+    save_index,
+)
+from pplx_export.config import Config
+from pplx_export.parse.last_updated import format_utc, same_last_updated
+from pplx_export.parse.lenient import as_dict, as_str, lenient_int
+
+log = logging.getLogger(__name__)
+
+STOP_RUN = 25  # consecutive known-unchanged rows that end an incremental refresh
+FULL_REMINDER_RUNS = 10  # incremental runs without a full sweep before we remind
+
+
+@dataclass
+class IndexResult:
+    rows: list[dict[str, Any]]  # the new index, newest first
+    fetched: int = 0  # rows consumed from the listing (duplicates included)
+    new: int = 0  # UUIDs not in the old index
+    updated: int = 0  # known UUIDs whose lastUpdated changed
+    removed: int = 0  # full only: old UUIDs absent from the listing
+    early_stopped: bool = False
+    full: bool = False
+    written: bool = False  # set by update_library_index when the file changed
+    full_reminder: bool = False  # set by update_library_index (see record_index_run)
+
+
+def refresh_index(
+    rows: Iterable[dict[str, Any]],
+    old: list[dict[str, Any]],
+    *,
+    full: bool,
+    stop_run: int = STOP_RUN,
+) -> IndexResult:
+    """Merge freshly listed rows (newest first, lazily fetched) into the old index.
+
+    Consumption stops right after the `stop_run`-th consecutive known-unchanged row, so a
+    lazy iterator is never asked for the next row (and the network for the next page).
+    Rows repeated in the listing (pagination shifted while new threads arrived) keep their
+    first, newest, occurrence. A row without `entryUUID` is kept but cannot be "known".
+    """
+    old_rows = [normalize_row(r) for r in old]
+    old_by_uuid = {r["entryUUID"]: r for r in old_rows if r["entryUUID"]}
+    result = IndexResult(rows=[], full=full)
+    head: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    run = 0
+    for raw in rows:
+        result.fetched += 1
+        row = normalize_row(raw)
+        uuid = row["entryUUID"]
+        if uuid and uuid in seen:
+            continue
+        if uuid:
+            seen.add(uuid)
+        known = old_by_uuid.get(uuid) if uuid else None
+        if known is not None and SEARCH_MODE_KEY not in row and known.get(SEARCH_MODE_KEY):
+            # The listing never carries search_mode (§2.2): keep the archive's enrichment.
+            row[SEARCH_MODE_KEY] = known[SEARCH_MODE_KEY]
+        head.append(row)
+        if known is None:
+            result.new += 1 if uuid else 0
+            run = 0
+        elif same_last_updated(known["lastUpdated"], row["lastUpdated"]):
+            run += 1
+        else:
+            result.updated += 1
+            run = 0
+        if not full and run >= stop_run:
+            result.early_stopped = True
+            break
+    if full:
+        result.removed = sum(1 for uuid in old_by_uuid if uuid not in seen)
+        result.rows = head
+        return result
+    # Incremental: the head wins; the old tail keeps its order (it is already newest-first
+    # relative to itself, and nothing in it changed, or it would have been in the head).
+    tail = [r for r in old_rows if not r["entryUUID"] or r["entryUUID"] not in seen]
+    result.rows = head + tail
+    return result
+
+
+# ------------------------------------------------------------------ [index_state.<account>]
+
+
+@dataclass
+class IndexState:
+    extracted_at: str = ""
+    last_full_index_at: str = ""
+    incremental_runs_since_full: int = 0
+
+
+def read_index_state(config: Config, account: str) -> IndexState:
+    """The bookkeeping of one account, without creating anything in the config document."""
+    table = as_dict(as_dict(config.doc.unwrap().get("index_state")).get(account))
+    return IndexState(
+        extracted_at=as_str(table.get("extracted_at")),
+        last_full_index_at=as_str(table.get("last_full_index_at")),
+        incremental_runs_since_full=lenient_int(table.get("incremental_runs_since_full")),
+    )
+
+
+def record_index_run(config: Config, account: str, *, full: bool, now: datetime) -> bool:
+    """Stamp `[index_state.<account>]` after a successful refresh; True when a full sweep is due.
+
+    In degraded mode (no config file) nothing is saved: creating a config file behind the
+    user's back would turn degraded mode into a half-configured one.
+    """
+    state = read_index_state(config, account)
+    stamp = format_utc(now)
+    runs = 0 if full else state.incremental_runs_since_full + 1
+    table = config.section("index_state", account)
+    table["extracted_at"] = stamp
+    if full:
+        table["last_full_index_at"] = stamp
+    table["incremental_runs_since_full"] = runs
+    if config.exists:
+        config.save()
+    due = runs >= FULL_REMINDER_RUNS
+    if due:
+        log.warning(
+            "%d incremental index runs since the last full one for %s: run `pplx-export "
+            "index --full` to notice deleted threads and space moves of older threads",
+            runs,
+            account,
+        )
+    return due
+
+
+def update_library_index(
+    root: Path,
+    account: str,
+    fetched: Iterable[dict[str, Any]],
+    *,
+    full: bool,
+    now: datetime,
+    config: Config | None = None,
+) -> IndexResult:
+    """Load, refresh from `fetched`, save (only when the bytes change), stamp the config.
+
+    `fetched` is the network layer's lazy listing; the caller wires it. The config is only
+    stamped after the listing was consumed without an exception, so a failed refresh never
+    counts as a run.
+    """
+    old = load_index(root, account)
+    result = refresh_index(fetched, old.threads, full=full)
+    result.written = save_index(root, account, result.rows)
+    log.info(
+        "index %s: %d rows fetched, %d new, %d updated%s%s; %d threads",
+        account,
+        result.fetched,
+        result.new,
+        result.updated,
+        ", early stop" if result.early_stopped else "",
+        f", {result.removed} gone" if full else "",
+        len(result.rows),
+    )
+    if config is not None:
+        result.full_reminder = record_index_run(config, account, full=full, now=now)
+    return result

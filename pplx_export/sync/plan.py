@@ -1,0 +1,230 @@
+"""The batch plan (protocol.md App. A): which index rows the next `batch` exports, and why.
+
+One pure function, `make_plan`, shared by `batch`, `batch --dry-run` and `status`, so what
+`status` announces is exactly what `batch` does. No I/O, no clock.
+
+Per row, newest first: `expired` and `deleted` are terminal (never re-exported, not even with
+`--force`: the platform has nothing left to give); `done` = exported ok with the same
+normalised `lastUpdated` (unless `--force`); `new` = never seen; `updated` = everything else
+(changed since export, or failed/unfinished earlier). Unless `--full`/`--force`, the longest
+trailing run of done/expired/deleted rows is dropped as "early stopped": continued threads
+move to the top of the listing, so a run of finished rows at the bottom is old history the
+batch need not walk. Failed threads sit above that suffix and are retried.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pplx_export.parse.last_updated import (
+    normalize_last_updated,
+    parse_last_updated,
+    same_last_updated,
+)
+from pplx_export.parse.lenient import as_dict, as_str
+from pplx_export.parse.mode_tables import SEARCH_MODE_MAP
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "KINDS",
+    "Plan",
+    "PlanItem",
+    "make_plan",
+    "normalize_last_updated",
+    "parse_since",
+    "plan_to_json",
+    "row_matches_mode",
+]
+
+KINDS = ("new", "updated", "done", "expired", "deleted")
+WORK_KINDS = frozenset({"new", "updated"})
+FINISHED_KINDS = frozenset({"done", "expired", "deleted"})
+TERMINAL_STATUSES = frozenset({"expired", "deleted"})
+
+# protocol §4.4: index-level heuristics when a row has no known search_mode.
+_DISPLAY_MODEL_HINT = {
+    "deep-research": "pplx_alpha",
+    "council": "pplx_agentic_research",
+    "study": "pplx_study",
+}
+# The listing's `mode` for computer threads; `ASI` is treated as computer as well (§2.2).
+_COMPUTER_INDEX_MODES = frozenset({"COMPUTER", "ASI"})
+
+_EPOCH = datetime.min.replace(tzinfo=UTC)
+
+
+def row_matches_mode(row: Mapping[str, Any], mode: str) -> bool:
+    """Does an index row belong to archive mode `mode` (`batch --mode`, protocol §4.4)?
+
+    A known `search_mode` enrichment decides exactly. Without it the listing gives only
+    hints: the display model for the research sub-modes, the listing mode for computer, and
+    `SEARCH` for search, which is broad (it includes the three sub-modes, which the listing
+    cannot tell apart from plain search).
+    """
+    wanted = mode.strip().lower()
+    search_mode = as_str(row.get("search_mode")).upper()
+    if search_mode in SEARCH_MODE_MAP:
+        return SEARCH_MODE_MAP[search_mode] == wanted
+    index_mode = as_str(row.get("mode")).upper()
+    if wanted in _DISPLAY_MODEL_HINT:
+        return as_str(row.get("displayModel")) == _DISPLAY_MODEL_HINT[wanted]
+    if wanted == "computer":
+        return index_mode in _COMPUTER_INDEX_MODES
+    if wanted == "search":
+        return index_mode == "SEARCH"
+    return index_mode == wanted.upper()
+
+
+def parse_since(value: str | datetime) -> datetime:
+    """`--since DATE`: a date (midnight UTC) or an ISO datetime. ValueError when unreadable."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    parsed = parse_last_updated(value)
+    if parsed is None:
+        raise ValueError(f"not a date: {value!r} (expected YYYY-MM-DD or an ISO datetime)")
+    return parsed
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    uuid: str
+    title: str
+    last_updated: str
+    kind: str  # one of KINDS
+    previous: str  # the state status before this run ("" when never seen)
+    row: Mapping[str, Any] = field(compare=False, repr=False)
+
+
+@dataclass
+class Plan:
+    items: list[PlanItem]  # every row the batch walks, newest first (early stop applied)
+    todo: list[PlanItem]  # the work: new/updated, after --limit
+    early_stopped: list[PlanItem]  # the trailing finished run that was dropped
+    deferred: int = 0  # work items left out by --limit
+    filtered_out: int = 0  # rows excluded by --mode / --since
+    skipped: list[str] = field(default_factory=list)  # rows without entryUUID (titles)
+
+    def count(self, kind: str) -> int:
+        """Work kinds count the to-do list; finished kinds count the rows walked."""
+        pool = self.todo if kind in WORK_KINDS else self.items
+        return sum(1 for item in pool if item.kind == kind)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {kind: self.count(kind) for kind in KINDS}
+        out["early_stopped"] = len(self.early_stopped)
+        out["deferred"] = self.deferred
+        out["filtered_out"] = self.filtered_out
+        out["skipped_no_uuid"] = len(self.skipped)
+        return out
+
+
+def _classify(record: Mapping[str, Any] | None, last_updated: str, force: bool) -> str:
+    if record is None:
+        return "new"
+    status = as_str(record.get("status"))
+    if status in TERMINAL_STATUSES:
+        return status
+    if status == "ok" and not force and same_last_updated(record.get("lastUpdated"), last_updated):
+        return "done"
+    return "updated"
+
+
+def make_plan(
+    rows: Iterable[Mapping[str, Any]],
+    state: Mapping[str, Mapping[str, Any]],
+    *,
+    full: bool = False,
+    force: bool = False,
+    limit: int | None = None,
+    mode: str | None = None,
+    since: str | datetime | None = None,
+) -> Plan:
+    """Classify index rows against the batch state (`{web_uuid: record}`) into a plan.
+
+    Filters (`mode`, `since`) apply first, then the newest-first sort, the classification,
+    the trailing early stop (unless `full`/`force`), and last `limit` on the work items.
+    """
+    since_at = parse_since(since) if since is not None else None
+    kept: list[Mapping[str, Any]] = []
+    skipped: list[str] = []
+    filtered_out = 0
+    for row in rows:
+        uuid = as_str(row.get("entryUUID"))
+        if not uuid:
+            title = as_str(row.get("title")) or "(untitled)"
+            log.warning("index row without entryUUID skipped: %s", title)
+            skipped.append(title)
+            continue
+        if mode is not None and not row_matches_mode(row, mode):
+            filtered_out += 1
+            continue
+        if since_at is not None:
+            at = parse_last_updated(row.get("lastUpdated"))
+            if at is None or at < since_at:
+                filtered_out += 1
+                continue
+        kept.append(row)
+    # Stable sort: rows with equal (or unreadable) lastUpdated keep the listing's order.
+    kept.sort(key=lambda r: parse_last_updated(r.get("lastUpdated")) or _EPOCH, reverse=True)
+
+    items: list[PlanItem] = []
+    seen: set[str] = set()
+    for row in kept:
+        uuid = as_str(row.get("entryUUID"))
+        if uuid in seen:
+            continue  # a duplicated row: the newest copy already decided
+        seen.add(uuid)
+        last_updated = as_str(row.get("lastUpdated"))
+        record = state.get(uuid)
+        record = as_dict(record) if record is not None else None
+        items.append(
+            PlanItem(
+                uuid=uuid,
+                title=as_str(row.get("title")),
+                last_updated=last_updated,
+                kind=_classify(record, last_updated, force),
+                previous=as_str(record.get("status")) if record is not None else "",
+                row=row,
+            )
+        )
+
+    cut = len(items)
+    if not (full or force):
+        while cut > 0 and items[cut - 1].kind in FINISHED_KINDS:
+            cut -= 1
+    walked, early = items[:cut], items[cut:]
+    work = [item for item in walked if item.kind in WORK_KINDS]
+    todo = work if limit is None else work[: max(limit, 0)]
+    return Plan(
+        items=walked,
+        todo=todo,
+        early_stopped=early,
+        deferred=len(work) - len(todo),
+        filtered_out=filtered_out,
+        skipped=skipped,
+    )
+
+
+def plan_to_json(plan: Plan, *, list_items: bool = True) -> dict[str, Any]:
+    """The plan as a JSON-able document (`batch --dry-run --json`, `status --json`)."""
+    doc: dict[str, Any] = {"counts": plan.counts}
+    if list_items:
+        doc["todo"] = [
+            {
+                "uuid": item.uuid,
+                "title": item.title,
+                "lastUpdated": item.last_updated,
+                "kind": item.kind,
+                "previous": item.previous,
+            }
+            for item in plan.todo
+        ]
+    if plan.skipped:
+        doc["skipped_no_uuid"] = list(plan.skipped)
+    return doc

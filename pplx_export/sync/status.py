@@ -1,0 +1,269 @@
+"""`pplx-export status`: what the archive holds and what the next `batch` would do.
+
+Zero network and read-only: a corrupt index or state file is reported (and the state
+rebuilt in memory), never moved or rewritten here; the next `index`/`batch` repairs it.
+
+Detail tiers (`-v` is the shared verbose count), the same in the table and in `--json`:
+
+    0     per account: index size and age, state counts, next batch counts; every thread in
+          state `error` with its reason
+    -v    + the next batch's to-do list (uuid, title, kind)
+    -vv   + the errors' titles and failure times; done threads per archive mode
+    -vvv  + every index row with its plan class and state status
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from pplx_export.archive.library_index import (
+    LibraryIndex,
+    index_path,
+    indexed_accounts,
+    load_index,
+    safe_account_name,
+)
+from pplx_export.archive.state import BatchState, scan_thread_dirs
+from pplx_export.config import Config
+from pplx_export.parse.last_updated import parse_last_updated
+from pplx_export.parse.lenient import as_str
+from pplx_export.sync.index import FULL_REMINDER_RUNS, read_index_state
+from pplx_export.sync.plan import make_plan, row_matches_mode
+
+MODE_ORDER = ("search", "deep-research", "computer", "council", "study")
+
+
+def _accounts(root: Path, config: Config) -> list[str]:
+    """Configured accounts first (config order), then accounts known only by an index file."""
+    names = list(config.accounts)
+    safe = {safe_account_name(name) for name in names}
+    names += [name for name in indexed_accounts(root) if name not in safe]
+    return names
+
+
+def _index_age(path: Path, extracted_at: str, now: datetime) -> tuple[str, str, float | None]:
+    """(timestamp, source, age in seconds) from the config stamp, else the file's mtime."""
+    stamp = parse_last_updated(extracted_at) if extracted_at else None
+    if stamp is not None:
+        return extracted_at, "config", (now - stamp).total_seconds()
+    try:
+        mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    except OSError:
+        return "", "", None
+    return mtime.strftime("%Y-%m-%dT%H:%M:%SZ"), "mtime", (now - mtime).total_seconds()
+
+
+def _row_mode(row: dict[str, Any], disk_modes: dict[str, str]) -> str:
+    """The archive mode of a row: the exported thread.json, else the index heuristics."""
+    uuid = as_str(row.get("entryUUID"))
+    if uuid in disk_modes:
+        return disk_modes[uuid]
+    for mode in ("computer", "council", "study", "deep-research", "search"):
+        if row_matches_mode(row, mode):
+            return mode
+    return "unknown"
+
+
+def _account_status(
+    root: Path,
+    config: Config,
+    name: str,
+    index: LibraryIndex,
+    state: BatchState,
+    now: datetime,
+    verbose: int,
+    disk_modes: dict[str, str],
+) -> dict[str, Any]:
+    path = index_path(root, name)
+    idx_state = read_index_state(config, name)
+    stamp, source, age = _index_age(path, idx_state.extracted_at, now)
+    rows = index.threads
+    plan = make_plan(rows, state.threads)
+
+    state_counts: dict[str, int] = {}
+    for row in rows:
+        status = state.status(as_str(row.get("entryUUID"))) or "unexported"
+        state_counts[status] = state_counts.get(status, 0) + 1
+
+    doc: dict[str, Any] = {
+        "account": name,
+        "configured": name in config.accounts,
+        "index": {
+            "path": path.relative_to(root).as_posix(),
+            "exists": path.is_file(),
+            "corrupt": index.corrupt_copy is not None,
+            "threads": len(rows),
+            "extracted_at": stamp,
+            "age_source": source,
+            "age_seconds": None if age is None else round(age),
+            "last_full_index_at": idx_state.last_full_index_at,
+            "incremental_runs_since_full": idx_state.incremental_runs_since_full,
+            "full_index_due": idx_state.incremental_runs_since_full >= FULL_REMINDER_RUNS,
+        },
+        "state": state_counts,
+        "next_batch": {
+            key: plan.counts[key]
+            for key in ("new", "updated", "done", "expired", "deleted", "early_stopped")
+        },
+    }
+    if plan.skipped:
+        doc["next_batch"]["skipped_no_uuid"] = len(plan.skipped)
+    if verbose >= 1:
+        doc["next_batch"]["todo"] = [
+            {"uuid": i.uuid, "title": i.title, "kind": i.kind, "lastUpdated": i.last_updated}
+            for i in plan.todo
+        ]
+    if verbose >= 2:
+        done: dict[str, int] = {}
+        for row in rows:
+            if state.status(as_str(row.get("entryUUID"))) == "ok":
+                mode = _row_mode(row, disk_modes)
+                done[mode] = done.get(mode, 0) + 1
+        doc["done_by_mode"] = dict(sorted(done.items(), key=lambda kv: (_mode_rank(kv[0]), kv[0])))
+    if verbose >= 3:
+        kinds = {i.uuid: i.kind for i in plan.items}
+        kinds.update({i.uuid: "early_stopped" for i in plan.early_stopped})
+        doc["threads"] = [
+            {
+                "uuid": as_str(row.get("entryUUID")),
+                "title": as_str(row.get("title")),
+                "lastUpdated": as_str(row.get("lastUpdated")),
+                "mode": _row_mode(row, disk_modes),
+                "state": state.status(as_str(row.get("entryUUID"))),
+                "plan": kinds.get(as_str(row.get("entryUUID")), "skipped"),
+            }
+            for row in rows
+        ]
+    return doc
+
+
+def _mode_rank(mode: str) -> int:
+    return MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER)
+
+
+def collect_status(
+    root: Path, config: Config, *, now: datetime, verbose: int = 0
+) -> dict[str, Any]:
+    """The status document (what `status --json` prints). Reads files only."""
+    root = Path(root)
+    state = BatchState.load(root, repair=False, now=now)
+    disk_modes: dict[str, str] = {}
+    if verbose >= 2:
+        found, _ = scan_thread_dirs(root)
+        disk_modes = {uuid: threads[-1].mode for uuid, threads in found.items()}
+    indexes = [load_index(root, name, repair=False) for name in _accounts(root, config)]
+    accounts = [
+        _account_status(root, config, index.account, index, state, now, verbose, disk_modes)
+        for index in indexes
+    ]
+    indexed = {as_str(row.get("entryUUID")) for index in indexes for row in index.threads}
+    errors = []
+    for uuid, record in sorted(state.threads.items()):
+        if as_str(record.get("status")) != "error":
+            continue
+        entry = {"uuid": uuid, "error": as_str(record.get("error"))}
+        if verbose >= 2:
+            entry["title"] = as_str(record.get("title"))
+            entry["failed_at"] = as_str(record.get("failed_at"))
+        errors.append(entry)
+    return {
+        "archive": str(root),
+        "now": now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "verbosity": min(verbose, 3),
+        "accounts": accounts,
+        "state": {
+            "file_exists": state.path.is_file(),
+            "corrupt": state.rebuilt,
+            "legacy_format": state.legacy,
+            "counts": state.counts(),
+            "not_in_any_index": sum(1 for uuid in state.threads if uuid not in indexed),
+        },
+        "errors": errors,
+    }
+
+
+# ------------------------------------------------------------------ human output
+
+
+def _age_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "never"
+    if seconds < 0:
+        return "in the future"
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    hours = minutes // 60
+    if hours < 48:
+        return f"{hours} h"
+    return f"{hours // 24} d"
+
+
+def print_status(doc: dict[str, Any], console: Console) -> None:
+    """The status document as tables and lists (the summary `status` prints on stdout)."""
+
+    def say(text: str) -> None:
+        # Titles are user text: "[...]" in them must not be taken for rich markup.
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    table = Table(title=f"Archive {doc['archive']}", title_justify="left")
+    for column in (
+        "account",
+        "index",
+        "age",
+        "ok",
+        "error",
+        "expired",
+        "deleted",
+        "new",
+        "updated",
+        "early stop",
+    ):
+        table.add_column(column, justify="left" if column == "account" else "right")
+    for acc in doc["accounts"]:
+        idx, state, nxt = acc["index"], acc["state"], acc["next_batch"]
+        age = _age_text(idx["age_seconds"]) if idx["exists"] else "no index"
+        if idx["corrupt"]:
+            age = "corrupt"
+        elif idx["full_index_due"]:
+            age += " (full due)"
+        table.add_row(
+            Text(acc["account"]),
+            str(idx["threads"]),
+            age,
+            *(str(state.get(key, 0)) for key in ("ok", "error", "expired", "deleted")),
+            str(nxt["new"]),
+            str(nxt["updated"]),
+            str(nxt["early_stopped"]),
+        )
+    console.print(table)
+    st = doc["state"]
+    if st["corrupt"]:
+        say("batch state file is corrupt: counts come from the thread directories")
+    if st["not_in_any_index"]:
+        say(f"{st['not_in_any_index']} state records match no index row")
+    for acc in doc["accounts"]:
+        todo = acc["next_batch"].get("todo")
+        if todo:
+            say(f"\nnext batch for {acc['account']} ({len(todo)}):")
+            for item in todo:
+                say(f"  {item['kind']:<8} {item['uuid']}  {item['title']}")
+        if acc.get("done_by_mode"):
+            parts = ", ".join(f"{m} {n}" for m, n in acc["done_by_mode"].items())
+            say(f"\ndone by mode for {acc['account']}: {parts}")
+        for row in acc.get("threads", []):
+            say(
+                f"  {row['plan']:<13} {row['state'] or '-':<8} {row['mode']:<13} "
+                f"{row['lastUpdated'][:19]:<19} {row['uuid']}  {row['title']}"
+            )
+    if doc["errors"]:
+        say(f"\nerrors ({len(doc['errors'])}):")
+        for err in doc["errors"]:
+            title = f"  {err['title']}" if err.get("title") else ""
+            say(f"  {err['uuid']}{title}: {err['error']}")
