@@ -195,7 +195,7 @@ def _age_text(seconds: float | None) -> str:
     if seconds is None:
         return "never"
     if seconds < 0:
-        return "in the future"
+        return "future"
     minutes = int(seconds // 60)
     if minutes < 60:
         return f"{minutes} min"
@@ -213,36 +213,30 @@ def print_status(doc: dict[str, Any], console: Console) -> None:
         console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     table = Table(title=f"Archive {doc['archive']}", title_justify="left")
-    for column in (
-        "account",
-        "index",
-        "age",
-        "ok",
-        "error",
-        "expired",
-        "deleted",
-        "new",
-        "updated",
-        "early stop",
-    ):
-        table.add_column(column, justify="left" if column == "account" else "right")
+    table.add_column("account", overflow="fold")
+    for column in ("threads", "index age", "ok", "err", "exp", "del", "new", "upd", "stop"):
+        table.add_column(column, justify="right", no_wrap=True)
     for acc in doc["accounts"]:
         idx, state, nxt = acc["index"], acc["state"], acc["next_batch"]
-        age = _age_text(idx["age_seconds"]) if idx["exists"] else "no index"
-        if idx["corrupt"]:
-            age = "corrupt"
-        elif idx["full_index_due"]:
-            age += " (full due)"
+        age = _age_text(idx["age_seconds"]) if idx["exists"] else "none"
         table.add_row(
             Text(acc["account"]),
             str(idx["threads"]),
-            age,
+            "corrupt" if idx["corrupt"] else age,
             *(str(state.get(key, 0)) for key in ("ok", "error", "expired", "deleted")),
             str(nxt["new"]),
             str(nxt["updated"]),
             str(nxt["early_stopped"]),
         )
     console.print(table)
+    say("err/exp/del: threads in state error/expired/deleted; new/upd/stop: the next batch")
+    for acc in doc["accounts"]:
+        idx = acc["index"]
+        if idx["full_index_due"]:
+            say(
+                f"{acc['account']}: {idx['incremental_runs_since_full']} incremental index runs "
+                "since the last full one; run `pplx-export index --full`"
+            )
     st = doc["state"]
     if st["corrupt"]:
         say("batch state file is corrupt: counts come from the thread directories")

@@ -1,0 +1,255 @@
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pplx_export.archive.state import (
+    BatchState,
+    check_state_vs_dirs,
+    rebuild_from_disk,
+    state_path,
+)
+from pplx_export.errors import ArchiveError
+
+NOW = datetime(2042, 2, 3, 4, 5, 6, tzinfo=UTC)
+STAMP = "2042-02-03T04:05:06Z"
+
+
+def make_thread(
+    root: Path,
+    uuid: str,
+    updated: str | None,
+    *,
+    account: str = "Alice Example",
+    mode: str = "search",
+    title: str = "A thread",
+    day: str = "2042-01-01",
+    **extra: Any,
+) -> Path:
+    folder = root / account / mode / f"{day}_{title.lower().replace(' ', '-')}_{uuid[:8]}"
+    folder.mkdir(parents=True)
+    doc: dict[str, Any] = {"web_uuid": uuid, "title": title, "mode": mode}
+    if updated is not None:
+        doc["lastUpdated"] = updated
+    doc.update(extra)
+    (folder / "thread.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1))
+    return folder
+
+
+def write_state(root: Path, content: str) -> Path:
+    path = state_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content, encoding="utf-8")
+    return path
+
+
+def test_missing_state_is_empty_and_creates_nothing(tmp_path: Path) -> None:
+    state = BatchState.load(tmp_path)
+    assert state.threads == {}
+    assert not state_path(tmp_path).exists()
+
+
+def test_every_mark_is_saved_at_once_in_the_v1_format(tmp_path: Path) -> None:
+    state = BatchState.load(tmp_path)
+    state.mark_ok("u-ok", last_updated="2042-01-01T00:00:00Z", title="T" * 100, now=NOW, dir="a/b")
+    on_disk = json.loads(state_path(tmp_path).read_text())
+    assert on_disk == {
+        "version": 1,
+        "threads": {
+            "u-ok": {
+                "status": "ok",
+                "lastUpdated": "2042-01-01T00:00:00Z",
+                "title": "T" * 80,
+                "exported_at": STAMP,
+                "dir": "a/b",
+            }
+        },
+    }
+    state.mark_error("u-err", error="x" * 500, last_updated="L", title="e", now=NOW)
+    state.mark_expired("u-exp", note="ENTRY_EXPIRED", title="old", now=NOW)
+    state.mark_deleted("u-del", note="ENTRY_DELETED", now=NOW)
+    again = BatchState.load(tmp_path)
+    assert again.get("u-err") == {
+        "status": "error",
+        "lastUpdated": "L",
+        "title": "e",
+        "failed_at": STAMP,
+        "error": "x" * 300,
+    }
+    assert again.get("u-exp") == {
+        "status": "expired",
+        "lastUpdated": "",
+        "title": "old",
+        "expired_at": STAMP,
+        "note": "ENTRY_EXPIRED",
+    }
+    assert again.status("u-del") == "deleted"
+    assert again.get("u-del")["deleted_at"] == STAMP  # type: ignore[index]
+    assert again.counts() == {"ok": 1, "error": 1, "expired": 1, "deleted": 1}
+    assert not again.legacy
+    assert [p.name for p in state_path(tmp_path).parent.iterdir()] == ["batch_state.json"]
+
+
+def test_a_failed_retry_keeps_the_directory_of_the_earlier_export(tmp_path: Path) -> None:
+    state = BatchState.load(tmp_path)
+    state.mark_ok("u", last_updated="1", title="t", dir="Alice/search/x_u", now=NOW)
+    state.mark_error("u", error="503", now=NOW)
+    assert BatchState.load(tmp_path).get("u")["dir"] == "Alice/search/x_u"  # type: ignore[index]
+
+
+def test_legacy_flat_format_is_read_and_rewritten_as_v1(tmp_path: Path) -> None:
+    legacy = {
+        "u1": {"status": "ok", "lastUpdated": "2042-01-01T00:00:00.5Z", "title": "a"},
+        "u2": {"status": "expired", "lastUpdated": "", "title": "b", "note": "gone"},
+    }
+    write_state(tmp_path, json.dumps(legacy))
+    state = BatchState.load(tmp_path)
+    assert state.legacy
+    assert state.threads == legacy
+    state.mark_ok("u3", last_updated="z", title="c", now=NOW)
+    doc = json.loads(state_path(tmp_path).read_text())
+    assert doc["version"] == 1 and set(doc["threads"]) == {"u1", "u2", "u3"}
+    assert not list(tmp_path.glob("index/*.corrupt-*"))
+
+
+def test_empty_legacy_dict_is_a_valid_empty_state(tmp_path: Path) -> None:
+    write_state(tmp_path, "{}")
+    state = BatchState.load(tmp_path)
+    assert state.threads == {} and not state.rebuilt
+
+
+def test_corrupt_state_is_moved_aside_and_rebuilt_from_disk(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    make_thread(tmp_path, "aaaaaaaa-1", "2042-01-05T10:00:00.123Z", title="Kept", exported_at="E")
+    make_thread(tmp_path, "bbbbbbbb-2", "2042-01-06 10:00 UTC", account="bob", mode="study")
+    make_thread(tmp_path, "cccccccc-3", None, mode="computer")  # legacy thread without a date
+    bad = '{"version": 1, "threads": {"aaaaaaaa-1": {"status": "ok"'
+    path = write_state(tmp_path, bad)
+    with caplog.at_level(logging.WARNING, logger="pplx_export"):
+        state = BatchState.load(tmp_path, now=NOW)
+    assert "corrupt" in caplog.text and "rebuilt" in caplog.text
+    aside = list(path.parent.glob("batch_state.json.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_text() == bad
+    assert state.rebuilt and state.corrupt_copy == aside[0]
+    assert state.threads["aaaaaaaa-1"] == {
+        "status": "ok",
+        "lastUpdated": "2042-01-05T10:00:00.123Z",
+        "title": "Kept",
+        "exported_at": "E",
+        "dir": "Alice Example/search/2042-01-01_kept_aaaaaaaa",
+    }
+    assert state.threads["bbbbbbbb-2"]["lastUpdated"] == "2042-01-06 10:00 UTC"
+    assert state.threads["bbbbbbbb-2"]["exported_at"] == STAMP
+    assert state.threads["cccccccc-3"]["lastUpdated"] == ""
+    # the rebuilt state is on disk again, in the current format
+    assert json.loads(path.read_text())["threads"] == state.threads
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "[]",
+        '"just a string"',
+        '{"u1": "ok"}',
+        '{"version": 1, "threads": []}',
+        '{"version": "one", "threads": {}}',
+        "",
+    ],
+)
+def test_wrong_shapes_are_corrupt(tmp_path: Path, content: str) -> None:
+    make_thread(tmp_path, "dddddddd-4", "2042-01-01T00:00:00Z")
+    write_state(tmp_path, content)
+    state = BatchState.load(tmp_path, now=NOW)
+    assert state.rebuilt
+    assert set(state.threads) == {"dddddddd-4"}
+    assert len(list(tmp_path.glob("index/batch_state.json.corrupt-*"))) == 1
+
+
+def test_rebuild_salvages_records_of_threads_not_on_disk(tmp_path: Path) -> None:
+    make_thread(tmp_path, "eeeeeeee-5", "2042-01-02T00:00:00Z")
+    shaky = {
+        "eeeeeeee-5": {"status": "error", "error": "old failure"},
+        "gone": {"status": "deleted", "note": "ENTRY_DELETED", "title": "t"},
+        "failed": {"status": "error", "error": "timeout"},
+        "broken": "not a record",
+    }
+    write_state(tmp_path, json.dumps(shaky))
+    state = BatchState.load(tmp_path, now=NOW)
+    assert state.status("eeeeeeee-5") == "ok"  # disk wins for exported threads
+    assert state.status("gone") == "deleted"
+    assert state.status("failed") == "error"
+    assert "broken" not in state.threads
+
+
+def test_read_only_load_leaves_a_corrupt_file_alone(tmp_path: Path) -> None:
+    make_thread(tmp_path, "ffffffff-6", "2042-01-01T00:00:00Z")
+    path = write_state(tmp_path, "{oops")
+    state = BatchState.load(tmp_path, repair=False)
+    assert state.rebuilt and set(state.threads) == {"ffffffff-6"}
+    assert path.read_text() == "{oops"
+    assert not list(path.parent.glob("*.corrupt-*"))
+
+
+def test_a_newer_state_version_is_refused_not_overwritten(tmp_path: Path) -> None:
+    path = write_state(tmp_path, '{"version": 2, "threads": {}}')
+    with pytest.raises(ArchiveError, match="version 2"):
+        BatchState.load(tmp_path)
+    assert path.read_text() == '{"version": 2, "threads": {}}'
+
+
+def test_rebuild_picks_the_newest_of_duplicate_directories(tmp_path: Path) -> None:
+    make_thread(tmp_path, "99999999-9", "2042-01-01T00:00:00Z", day="2042-01-01")
+    make_thread(tmp_path, "99999999-9", "2042-03-01T00:00:00Z", day="2042-03-01")
+    make_thread(tmp_path, "99999999-9", "2042-02-01T00:00:00Z", day="2042-02-01")
+    records = rebuild_from_disk(tmp_path, now=NOW)
+    assert records["99999999-9"]["lastUpdated"] == "2042-03-01T00:00:00Z"
+    assert records["99999999-9"]["dir"].startswith("Alice Example/search/2042-03-01_")
+
+
+def test_index_dir_and_unreadable_thread_json_are_not_threads(tmp_path: Path) -> None:
+    (tmp_path / "index" / "x" / "y").mkdir(parents=True)
+    (tmp_path / "index" / "x" / "y" / "thread.json").write_text('{"web_uuid": "nope"}')
+    broken = make_thread(tmp_path, "77777777-7", "2042-01-01T00:00:00Z")
+    (broken / "thread.json").write_text("{")
+    assert rebuild_from_disk(tmp_path, now=NOW) == {}
+
+
+def test_state_and_directories_agree(tmp_path: Path) -> None:
+    make_thread(tmp_path, "11111111-1", "2042-01-01T00:00:00.100000Z")
+    make_thread(tmp_path, "22222222-2", "2042-01-02T00:00:00Z", mode="study")
+    threads = {
+        "11111111-1": {"status": "ok", "lastUpdated": "2042-01-01T00:00:00.1Z"},
+        "22222222-2": {"status": "deleted", "note": "ENTRY_DELETED"},
+        "33333333-3": {"status": "expired"},
+    }
+    check = check_state_vs_dirs(tmp_path, threads)
+    assert check.ok, check.to_json()
+
+
+def test_state_and_directories_disagree(tmp_path: Path) -> None:
+    make_thread(tmp_path, "11111111-1", "2042-01-01T00:00:00Z")
+    make_thread(tmp_path, "22222222-2", "2042-01-02T00:00:00Z")
+    make_thread(tmp_path, "44444444-4", "2042-01-04T00:00:00Z", day="2042-01-04")
+    make_thread(tmp_path, "44444444-4", "2042-01-04T00:00:00Z", day="2042-01-03")
+    bad = make_thread(tmp_path, "55555555-5", "x", account="carol")
+    (bad / "thread.json").write_text("[]")
+    threads = {
+        "11111111-1": {"status": "ok", "lastUpdated": "2042-01-01T00:00:00.5Z"},
+        "33333333-3": {"status": "ok", "lastUpdated": "2042-01-03T00:00:00Z"},
+        "44444444-4": {"status": "ok", "lastUpdated": "2042-01-04T00:00:00Z"},
+    }
+    check = check_state_vs_dirs(tmp_path, threads)
+    assert not check.ok
+    assert check.to_json() == {
+        "ok_without_dir": ["33333333-3"],
+        "untracked": ["22222222-2"],
+        "stale": ["11111111-1"],
+        "duplicates": ["44444444-4"],
+        "unreadable": ["carol/search/2042-01-01_a-thread_55555555/thread.json"],
+    }
