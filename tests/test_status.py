@@ -224,3 +224,16 @@ def test_status_on_an_empty_archive_in_degraded_mode(no_network: None, tmp_path:
     doc = json.loads(result.stdout)
     assert doc["accounts"] == [] and doc["errors"] == []
     assert not (tmp_path / "none").exists()
+
+
+def test_status_reports_a_corrupt_index_without_moving_it(
+    archive: tuple[Path, Path], no_network: None
+) -> None:
+    root, cfg = archive
+    path = index_path(root, "carol")
+    path.write_text('{"threads": "nope"}')
+    doc = collect_status(root, load_config(cfg), now=NOW)
+    carol = by_account(doc)["carol"]
+    assert carol["index"]["corrupt"] is True and carol["index"]["threads"] == 0
+    assert path.read_text() == '{"threads": "nope"}'
+    assert not list(path.parent.glob("*.corrupt-*"))

@@ -319,3 +319,11 @@ def test_failed_listing_does_not_count_as_a_run(tmp_path: Path) -> None:
         update_library_index(tmp_path, "alice", broken(), full=False, now=NOW, config=cfg)
     assert "index_state" not in path.read_text()
     assert not index_path(tmp_path, "alice").exists()
+
+
+def test_rows_without_uuid_do_not_pile_up_across_runs() -> None:
+    blank = row(3, entryUUID="")
+    index: list[dict[str, Any]] = [row(1)]
+    for _ in range(3):
+        index = refresh_index([row(2), blank, blank], index, full=False).rows
+    assert [r["entryUUID"] for r in index] == ["uuid-0002", "", "uuid-0001"]

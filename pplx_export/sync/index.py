@@ -72,7 +72,7 @@ def refresh_index(
         result.fetched += 1
         row = normalize_row(raw)
         uuid = row["entryUUID"]
-        if uuid and uuid in seen:
+        if _fetched_again(row, seen, head):
             continue
         if uuid:
             seen.add(uuid)
@@ -98,9 +98,16 @@ def refresh_index(
         return result
     # Incremental: the head wins; the old tail keeps its order (it is already newest-first
     # relative to itself, and nothing in it changed, or it would have been in the head).
-    tail = [r for r in old_rows if not r["entryUUID"] or r["entryUUID"] not in seen]
+    # Rows without a UUID cannot be matched; an identical copy fetched again must not pile up.
+    tail = [r for r in old_rows if not _fetched_again(r, seen, head)]
     result.rows = head + tail
     return result
+
+
+def _fetched_again(row: dict[str, Any], seen: set[str], head: list[dict[str, Any]]) -> bool:
+    """Already in the head: same UUID, or (UUID-less rows cannot be matched) an identical row."""
+    uuid = row["entryUUID"]
+    return uuid in seen if uuid else row in head
 
 
 # ------------------------------------------------------------------ [index_state.<account>]
