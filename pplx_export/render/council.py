@@ -45,24 +45,27 @@ def _payload_body(ctx: Ctx, wp: dict[str, Any], answer: str) -> tuple[list[str],
             if kind == it.QUERIES:
                 queries = it.query_strings(it.payload(item, "queries_payload").get("queries"))
                 n_queries += len(queries)
-                parts += [f"- `{q}`" for q in queries]
+                if queries:
+                    parts.append("\n".join(f"- `{q}`" for q in queries))
             elif kind == it.SOURCES:
                 text = chunks_text(it.payload(item, "text_payload"))
                 if text.strip():
                     parts.append(text.strip("\n"))
-                sources = dicts(it.payload(item, "sources_payload").get("sources"))
-                for s in sources:
+                lines = []
+                for s in dicts(it.payload(item, "sources_payload").get("sources")):
                     url = first_str(s, "url", "link")
                     if url:
                         n_sources += 1
-                        parts.append(f"  {n_sources}. {link(first_str(s, 'name', 'title'), url)}")
+                        lines.append(f"{n_sources}. {link(first_str(s, 'name', 'title'), url)}")
+                if lines:
+                    parts.append("\n".join(lines))
             else:
                 rendered = it.render_item(inner, item)
                 if rendered.strip():
                     parts.append(rendered)
         title = one_line(as_str(step.get("title")))
         if title or parts:
-            blocks.append("\n".join(([f"**{title}**", ""] if title else []) + parts))
+            blocks.append(join_blocks([f"**{title}**" if title else "", *parts]))
     return blocks, n_queries, n_sources
 
 

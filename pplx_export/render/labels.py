@@ -28,7 +28,7 @@ class Labels:
     none: str
     plan: str
     work_process: str
-    steps_unit: str
+    steps_n: str
     turn_citations: str
     step_log: str
     step_log_note: str
@@ -128,7 +128,7 @@ EN = Labels(
     none="(none)",
     plan="Plan",
     work_process="Work process",
-    steps_unit="steps",
+    steps_n="steps: {n}",
     turn_citations="Citations of this turn",
     step_log="Step log (not in the workflow view)",
     step_log_note=(
@@ -171,9 +171,9 @@ EN = Labels(
     ),
     council="🏛️ Model council",
     models="Models",
-    queries_n="{n} queries",
-    sources_n="{n} sources",
-    answer_chars="answer {n} chars",
+    queries_n="queries: {n}",
+    sources_n="sources: {n}",
+    answer_chars="answer: {n} chars",
     round_="Round {n}",
     tool_input="Tool input",
     tool_output="Tool output",
@@ -221,7 +221,7 @@ ZH = Labels(
     none="(无)",
     plan="计划",
     work_process="工作过程",
-    steps_unit="步骤",
+    steps_n="{n} 步骤",
     turn_citations="本轮引文",
     step_log="步骤日志（工作流视图中未出现）",
     step_log_note="本轮步骤日志中、上方工作流视图未显示的条目（两者为独立副本，可能不一致）。",

@@ -63,7 +63,7 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: dict[str, Any]) -> list[str]:
         rendered = render_steps(ctx, sub.steps)
         if rendered:
             blocks.append(
-                details(f"{lb.subagent_steps} ({len(sub.steps)} {lb.steps_unit})", rendered)
+                details(f"{lb.subagent_steps} ({lb.steps_n.format(n=len(sub.steps))})", rendered)
             )
     # The launching turn's copy of the run: shown as well, since it can hold steps the
     # background entry lacks (and it is all there is when no background entry was paired).
@@ -71,7 +71,7 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: dict[str, Any]) -> list[str]:
     if parts:
         n = len(dicts(wp.get("steps")))
         blocks.append(
-            details(f"{lb.subagent_payload_steps} ({n} {lb.steps_unit})", join_blocks(parts))
+            details(f"{lb.subagent_payload_steps} ({lb.steps_n.format(n=n)})", join_blocks(parts))
         )
     answer = sub.answer if sub.answer.strip() else conclusion
     if answer.strip():
@@ -110,12 +110,11 @@ def render_subagent_step(ctx: Ctx, i: int, step: dict[str, Any]) -> str:
     if sub is not None:
         blocks += _sub_body(ctx, sub, wp)
     else:
-        prompt = it.prompt_of(wp)
-        if prompt.strip():
-            blocks.append(f"**{lb.prompt}:**\n\n" + quote(prompt.strip("\n")))
         if wp and dicts(wp.get("steps")):
             seen = frozenset({sid} - {""})
             blocks.append(nested(ctx, wp, 0, seen, lb.subagent, lr))
+        elif it.prompt_of(wp).strip():
+            blocks.append(f"**{lb.prompt}:**\n\n" + quote(it.prompt_of(wp).strip("\n")))
     # Other items on the step (not the anchor payloads) and further payloads.
     for item in as_list(step.get("items")):
         wpi = it.workflow_payload(item) if isinstance(item, dict) else {}

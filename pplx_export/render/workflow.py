@@ -95,7 +95,11 @@ def nested(
     ctx = replace(ctx, locked_reason=lr)
     parts, conclusion, cited = nested_body(ctx, wp, depth, seen)
     n_steps = len(dicts(wp.get("steps")))
-    stat = f"{n_steps} {lb.steps_unit} · " + (lb.has_conclusion if conclusion else lb.no_conclusion)
+    stat = (
+        lb.steps_n.format(n=n_steps)
+        + " · "
+        + (lb.has_conclusion if conclusion else lb.no_conclusion)
+    )
     if cited:
         stat += f" · {lb.citations} {len(cited)}"
     tag = lb.tag(as_str(wp.get("status")), lr)
@@ -165,7 +169,7 @@ def render_wf_block(ctx: Ctx, wf: dict[str, Any]) -> str:
     lb = ctx.labels
     steps = as_list(wf.get("steps"))
     status = as_str(wf.get("status"))
-    stat = [f"{len(steps)} {lb.steps_unit}"]
+    stat = [lb.steps_n.format(n=len(steps))]
     if status:
         stat.append(status)
     tag = lb.tag(status, ctx.locked_reason)
