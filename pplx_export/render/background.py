@@ -68,7 +68,10 @@ def background_log(ctx: Ctx, wp: dict[str, Any], shown_md: str, bg_uuid: str = "
     blocks = [render_steps(ctx, extra)] if extra else []
     answer = _final_answer(steps)
     if answer.strip() and squash(answer) not in shown:
-        blocks.append(f"**{ctx.labels.conclusion}:**\n\n" + model_links(norm(answer.strip("\n"))))
+        blocks.append(
+            f"**{ctx.labels.conclusion}{ctx.labels.colon}**\n\n"
+            + model_links(norm(answer.strip("\n")))
+        )
     body = join_blocks(blocks)
     if not body:
         return ""

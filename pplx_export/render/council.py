@@ -88,21 +88,23 @@ def _model_block(ctx: Ctx, wp: dict[str, Any]) -> str:
         stat.append(tag)
     blocks = [f"{lb.model}: `{model}`" if model else "", *body]
     if answer.strip():
-        blocks.append(f"**{lb.answer}:**\n\n" + model_links(norm(answer.strip("\n"))))
-    return details(summary_text(f"{name} ({' · '.join(stat)})"), join_blocks(blocks))
+        blocks.append(f"**{lb.answer}{lb.colon}**\n\n" + model_links(norm(answer.strip("\n"))))
+    return details(summary_text(name + lb.par(" · ".join(stat))), join_blocks(blocks))
 
 
 def render_council_step(ctx: Ctx, i: int, step: dict[str, Any]) -> str:
     lb = ctx.labels
     title = one_line(as_str(step.get("title")))
-    head = step_heading(ctx, i, step, title=f"{lb.council}" + (f": {title}" if title else ""))
+    head = step_heading(
+        ctx, i, step, title=f"{lb.council}" + (f"{lb.colon} {title}" if title else "")
+    )
     # step_heading appends the tool name; the council label already says what it is.
     head = head.replace(" (`council_research`)", "")
     payloads = council_payloads(step)
     blocks = [head]
     models = [as_str(wp.get("model")) for wp in payloads if as_str(wp.get("model"))]
     if models:
-        blocks.append(f"**{lb.models}:** " + " · ".join(f"`{m}`" for m in models))
+        blocks.append(f"**{lb.models}{lb.colon}** " + " · ".join(f"`{m}`" for m in models))
     blocks += [_model_block(ctx, wp) for wp in payloads]
     for item in dicts(step.get("items")):
         if as_str(it.workflow_payload(item).get("mode")) != "LLM_COUNCIL":

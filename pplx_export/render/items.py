@@ -75,7 +75,7 @@ def sources_block(ctx: Ctx, sources: Any) -> str:
     lines = source_lines(sources)
     if not lines:
         return ""
-    return details(f"{ctx.labels.sources} ({len(lines)})", "\n".join(lines))
+    return details(ctx.labels.sources + ctx.labels.par(str(len(lines))), "\n".join(lines))
 
 
 def render_text(ctx: Ctx, item: dict[str, Any]) -> str:
@@ -88,7 +88,9 @@ def render_text(ctx: Ctx, item: dict[str, Any]) -> str:
         # The turn's answer is shown in its own section; any other answer text stays here.
         if text.strip() == ctx.answer.strip():
             return ""
-        return f"**{ctx.labels.intermediate_answer}:**\n\n" + model_links(norm(text))
+        return f"**{ctx.labels.intermediate_answer}{ctx.labels.colon}**\n\n" + model_links(
+            norm(text)
+        )
     if variant in ("thought", "thinking"):
         return quote(norm(text.strip("\n")))
     header = as_str(tp.get("header"))
@@ -114,7 +116,9 @@ def render_queries(ctx: Ctx, item: dict[str, Any]) -> str:
     queries = query_strings(payload(item, "queries_payload").get("queries"))
     if not queries:
         return ""
-    return f"**{ctx.labels.searching}:**\n\n" + "\n".join(f"- {q}" for q in queries)
+    return f"**{ctx.labels.searching}{ctx.labels.colon}**\n\n" + "\n".join(
+        f"- {q}" for q in queries
+    )
 
 
 def render_todo(ctx: Ctx, item: dict[str, Any]) -> str:
@@ -170,7 +174,7 @@ def render_user_questions(ctx: Ctx, item: dict[str, Any]) -> str:
     up = payload(item, "user_questions_payload")
     blocks: list[str] = []
     title = as_str(up.get("title")).strip()
-    blocks.append(f"**{lb.asked_user}:**" + (f" {title}" if title else ""))
+    blocks.append(f"**{lb.asked_user}{lb.colon}**" + (f" {title}" if title else ""))
     for q in dicts(up.get("questions")):
         text = first_str(q, "question", "text").strip()
         if text:
@@ -206,9 +210,9 @@ def render_user_response(ctx: Ctx, item: dict[str, Any]) -> str:
         q = as_str(r.get("question")).strip()
         a = as_str(r.get("answer")).strip()
         if q:
-            parts.append(f"**{ctx.labels.question}:** {q}")
+            parts.append(f"**{ctx.labels.question}{ctx.labels.colon}** {q}")
         if a:
-            parts.append(f"**{ctx.labels.reply}:** {a}")
+            parts.append(f"**{ctx.labels.reply}{ctx.labels.colon}** {a}")
     return "\n\n".join(parts)
 
 

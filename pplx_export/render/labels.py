@@ -15,6 +15,9 @@ from pplx_export.parse import interruptions
 @dataclass(frozen=True)
 class Labels:
     lang: str
+    colon: str  # after a bold label
+    lparen: str
+    rparen: str
     # conversation.md header / turn skeleton
     mode: str
     author: str
@@ -104,6 +107,10 @@ class Labels:
     report_title: str
     artifact_file: str
 
+    def par(self, text: str) -> str:
+        """` (text)` / `（text）`: the language's parenthesised aside."""
+        return f"{self.lparen}{text}{self.rparen}"
+
     def tag(self, status: str | None, locked_reason: str | None = None) -> str:
         """Interruption tag for a workflow status ("" when completed or unknown)."""
         kind = interruptions.classify(status, locked_reason)
@@ -116,6 +123,9 @@ class Labels:
 
 EN = Labels(
     lang="en",
+    colon=":",
+    lparen=" (",
+    rparen=")",
     mode="Mode",
     author="Author",
     turns="Turns",
@@ -209,6 +219,9 @@ EN = Labels(
 
 ZH = Labels(
     lang="zh",
+    colon="：",
+    lparen="（",
+    rparen="）",
     mode="模式",
     author="作者",
     turns="轮次",

@@ -90,7 +90,7 @@ def _council_research(ctx: Ctx, step: Step) -> str:
         body += [render_step(ctx, step_from_dict(s)) for s in dicts(st.get("steps"))]
         answer = "".join(c for c in as_list(st.get("answer_chunks")) if isinstance(c, str))
         if answer.strip():
-            body.append(f"**{lb.answer}:**\n\n" + answer.strip("\n"))
+            body.append(f"**{lb.answer}{lb.colon}**\n\n" + answer.strip("\n"))
         status = as_str(st.get("status"))
         summary = f"{lb.model}: {model}" + (f" ({status})" if status else "")
         blocks.append(details(summary_text(summary), join_blocks(body)))
@@ -116,7 +116,9 @@ def render_step(ctx: Ctx, step: Step) -> str:
         return f"**{lb.web_search}**\n\n" + "\n".join(f"- {q}" for q in queries) if queries else ""
     if kind == "SEARCH_RESULTS":
         lines = it.source_lines(c.get("web_results"))
-        return details(f"{lb.search_results} ({len(lines)})", "\n".join(lines)) if lines else ""
+        return (
+            details(lb.search_results + lb.par(str(len(lines))), "\n".join(lines)) if lines else ""
+        )
     if kind == "GET_URL_CONTENT":
         urls = [first_str(p, "url", "link") for p in dicts(c.get("pages"))]
         urls = [u for u in urls if u]

@@ -57,13 +57,13 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: dict[str, Any]) -> list[str]:
     blocks = [quote(" · ".join(meta))]
     prompt = sub.prompt or it.prompt_of(wp)
     if prompt.strip():
-        blocks.append(f"**{lb.prompt}:**\n\n" + quote(prompt.strip("\n")))
+        blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(prompt.strip("\n")))
     blocks.append(plan_block(ctx, {sub.thread_uuid} - {""}, skip=sub.answer))
     if sub.steps:
         rendered = render_steps(ctx, sub.steps)
         if rendered:
             blocks.append(
-                details(f"{lb.subagent_steps} ({lb.steps_n.format(n=len(sub.steps))})", rendered)
+                details(lb.subagent_steps + lb.par(lb.steps_n.format(n=len(sub.steps))), rendered)
             )
     # The launching turn's copy of the run: shown as well, since it can hold steps the
     # background entry lacks (and it is all there is when no background entry was paired).
@@ -71,18 +71,18 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: dict[str, Any]) -> list[str]:
     if parts:
         n = len(dicts(wp.get("steps")))
         blocks.append(
-            details(f"{lb.subagent_payload_steps} ({lb.steps_n.format(n=n)})", join_blocks(parts))
+            details(lb.subagent_payload_steps + lb.par(lb.steps_n.format(n=n)), join_blocks(parts))
         )
     answer = sub.answer if sub.answer.strip() else conclusion
     if answer.strip():
-        blocks.append(f"**{lb.conclusion}:**\n\n" + model_links(norm(answer.strip("\n"))))
+        blocks.append(f"**{lb.conclusion}{lb.colon}**\n\n" + model_links(norm(answer.strip("\n"))))
     if conclusion.strip() and answer.strip() != conclusion.strip():
         blocks.append(model_links(norm(conclusion.strip("\n"))))
     lines = ["- " + link(c.name, c.url) for c in sub.sources if c.url]
     known = set(lines)
     lines += [c for c in cited if c not in known]
     if lines:
-        blocks.append(details(f"{lb.sources} ({len(lines)})", "\n".join(lines)))
+        blocks.append(details(lb.sources + lb.par(str(len(lines))), "\n".join(lines)))
     return blocks
 
 
@@ -102,7 +102,9 @@ def render_subagent_step(ctx: Ctx, i: int, step: dict[str, Any]) -> str:
         status, lr = as_str(wp.get("status")), ctx.locked_reason
         start = as_str(wp.get("started_at")) or as_str(step.get("started_at"))
         end = as_str(wp.get("completed_at")) or as_str(step.get("completed_at"))
-    head = f"### {lb.step} {i} · {lb.subagent}: {one_line(headline)}" + time_range(start, end)
+    head = f"### {lb.step} {i} · {lb.subagent}{lb.colon} {one_line(headline)}" + time_range(
+        start, end
+    )
     tag = lb.tag(status, lr)
     if tag:
         head += f" · {tag}"
@@ -114,7 +116,7 @@ def render_subagent_step(ctx: Ctx, i: int, step: dict[str, Any]) -> str:
             seen = frozenset({sid} - {""})
             blocks.append(nested(ctx, wp, 0, seen, lb.subagent, lr))
         elif it.prompt_of(wp).strip():
-            blocks.append(f"**{lb.prompt}:**\n\n" + quote(it.prompt_of(wp).strip("\n")))
+            blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(it.prompt_of(wp).strip("\n")))
     # Other items on the step (not the anchor payloads) and further payloads.
     for item in as_list(step.get("items")):
         wpi = it.workflow_payload(item) if isinstance(item, dict) else {}
@@ -135,7 +137,7 @@ def render_stub_section(ctx: Ctx, turn: Turn) -> str:
         return ""
     lb = ctx.labels
     count = lb.subagent_count.format(n=len(turn.stub_wfs))
-    blocks = [f"## {lb.subagent_work} ({count})", quote(lb.stub_note)]
+    blocks = [f"## {lb.subagent_work}{lb.par(count)}", quote(lb.stub_note)]
     for wp in turn.stub_wfs:
         seen = frozenset({as_str(wp.get("id"))} - {""})
         block = nested(ctx, wp, 0, seen, lb.subagent, turn.metadata.locked_reason)

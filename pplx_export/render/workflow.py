@@ -106,7 +106,7 @@ def nested(
     if tag:
         stat += f" · {tag}"
     headline = as_str(wp.get("headline")).strip() or lb.untitled
-    summary = summary_text(f"{label}: {headline} ({stat})")
+    summary = summary_text(f"{label}{lb.colon} {headline}{lb.par(stat)}")
 
     meta = []
     status = as_str(wp.get("status"))
@@ -121,12 +121,14 @@ def nested(
     blocks = [quote(" · ".join(meta))] if meta else []
     prompt = it.prompt_of(wp)
     if prompt.strip():
-        blocks.append(f"**{lb.prompt}:**\n\n" + quote(prompt.strip("\n")))
+        blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(prompt.strip("\n")))
     blocks += parts if parts else [lb.no_steps]
     if conclusion.strip():
-        blocks.append(f"**{lb.conclusion}:**\n\n" + model_links(norm(conclusion.strip("\n"))))
+        blocks.append(
+            f"**{lb.conclusion}{lb.colon}**\n\n" + model_links(norm(conclusion.strip("\n")))
+        )
     if cited:
-        blocks.append(f"**{lb.sources}:**\n\n" + "\n".join(cited))
+        blocks.append(f"**{lb.sources}{lb.colon}**\n\n" + "\n".join(cited))
     return details(summary, join_blocks(blocks))
 
 
@@ -175,7 +177,7 @@ def render_wf_block(ctx: Ctx, wf: dict[str, Any]) -> str:
     tag = lb.tag(status, ctx.locked_reason)
     if tag:
         stat.append(tag)
-    blocks = [f"## {lb.work_process} ({' · '.join(stat)})"]
+    blocks = [f"## {lb.work_process}{lb.par(' · '.join(stat))}"]
     headline = as_str(as_dict(wf).get("headline")).strip()
     if headline:
         blocks.append(f"**{one_line(headline)}**")
