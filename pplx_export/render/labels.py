@@ -16,6 +16,7 @@ from pplx_export.parse import interruptions
 class Labels:
     lang: str
     colon: str  # after a bold label
+    sep: str  # between a label and its text
     lparen: str
     rparen: str
     # conversation.md header / turn skeleton
@@ -124,6 +125,7 @@ class Labels:
 EN = Labels(
     lang="en",
     colon=":",
+    sep=": ",
     lparen=" (",
     rparen=")",
     mode="Mode",
@@ -220,6 +222,7 @@ EN = Labels(
 ZH = Labels(
     lang="zh",
     colon="：",
+    sep="：",
     lparen="（",
     rparen="）",
     mode="模式",

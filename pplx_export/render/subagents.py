@@ -102,9 +102,7 @@ def render_subagent_step(ctx: Ctx, i: int, step: dict[str, Any]) -> str:
         status, lr = as_str(wp.get("status")), ctx.locked_reason
         start = as_str(wp.get("started_at")) or as_str(step.get("started_at"))
         end = as_str(wp.get("completed_at")) or as_str(step.get("completed_at"))
-    head = f"### {lb.step} {i} · {lb.subagent}{lb.colon} {one_line(headline)}" + time_range(
-        start, end
-    )
+    head = f"### {lb.step} {i} · {lb.subagent}{lb.sep}{one_line(headline)}" + time_range(start, end)
     tag = lb.tag(status, lr)
     if tag:
         head += f" · {tag}"

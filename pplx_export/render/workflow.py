@@ -106,7 +106,7 @@ def nested(
     if tag:
         stat += f" · {tag}"
     headline = as_str(wp.get("headline")).strip() or lb.untitled
-    summary = summary_text(f"{label}{lb.colon} {headline}{lb.par(stat)}")
+    summary = summary_text(f"{label}{lb.sep}{headline}{lb.par(stat)}")
 
     meta = []
     status = as_str(wp.get("status"))
