@@ -203,7 +203,7 @@ def test_nested_workflow_block() -> None:
     out = render_item(ctx(), payload_item(inner))
     assert out.startswith(
         "<details>\n<summary>🧩 Nested workflow: run toolu_N "
-        "(steps: 3 · has conclusion · Citations 1)</summary>"
+        "(steps: 3 · has conclusion · citations: 1)</summary>"
     )
     assert "> Status: `WORKFLOW_COMPLETED` · Model: `claudecode`" in out
     assert "**Thinking**\n\n> inner thought" in out

@@ -11,7 +11,6 @@ from pplx_export.models import Citation, Conversation, Step
 from pplx_export.render.context import Ctx
 from pplx_export.render.labels import EN, ZH
 from pplx_export.render.steps import novel_steps, render_step, render_steps
-from pplx_export.render.text import squash
 
 
 def ctx(lang: str = "en") -> Ctx:
@@ -117,20 +116,41 @@ def test_render_steps_separates_blocks_and_drops_empty() -> None:
     assert render_steps(ctx(), steps) == "**Thinking**\n\n> a\n\n**Create chart**"
 
 
-def test_novel_steps_keeps_only_unshown_items() -> None:
-    shown = squash("already here")
-    step = Step(
+def test_novel_steps_keeps_only_unshown_content() -> None:
+    shown = "**Step 1**\n\nalready here, and the [Doc](https://e.org/doc) link"
+    tool = Step(
         "ASI_TOOL_INPUT",
-        {"workflow_items": [text_item("already here"), text_item("brand new")]},
+        {"workflow_items": [text_item("Already  here!"), text_item("brand new")]},
     )
-    out = novel_steps(ctx(), [step, Step("THOUGHT", {"thought": "already here"})], shown)
-    assert len(out) == 2  # the thought's label is new, so the step stays
+    thought = Step("THOUGHT", {"thought": "already here"})  # labels do not count as content
+    search = Step("SEARCH_WEB", {"queries": ["already here", "fresh query"]})
+    results = Step(
+        "SEARCH_RESULTS",
+        {
+            "web_results": [
+                {"name": "Doc", "url": "https://e.org/doc"},
+                {"name": "New", "url": "https://e.org/new"},
+            ]
+        },
+    )
+    out = novel_steps(ctx(), [tool, thought, search, results], shown)
+    assert [s.step_type for s in out] == ["ASI_TOOL_INPUT", "SEARCH_WEB", "SEARCH_RESULTS"]
     assert [i["payload"]["text_payload"]["text"] for i in out[0].content["workflow_items"]] == [
         "brand new"
     ]
+    assert out[1].content["queries"] == ["fresh query"]
+    assert [r["name"] for r in out[2].content["web_results"]] == ["New"]
+
+
+def test_novel_steps_short_text_must_appear_verbatim() -> None:
+    # "ok" is inside "broken" once squashed, but it is not on the page as such.
+    out = novel_steps(
+        ctx(), [Step("ASI_TOOL_OUTPUT", {"workflow_items": [text_item("ok")]})], "broken"
+    )
+    assert len(out) == 1
     assert (
         novel_steps(
-            ctx(), [Step("ASI_TOOL_INPUT", {"workflow_items": [text_item("already here")]})], shown
+            ctx(), [Step("ASI_TOOL_OUTPUT", {"workflow_items": [text_item("ok")]})], "x ok y"
         )
         == []
     )

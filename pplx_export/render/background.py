@@ -63,11 +63,10 @@ def background_log(ctx: Ctx, wp: dict[str, Any], shown_md: str, bg_uuid: str = "
     steps = background_steps(ctx, as_str(wp.get("id")), bg_uuid)
     if not steps:
         return ""
-    shown = squash(shown_md)
-    extra = novel_steps(ctx, steps, shown)
+    extra = novel_steps(ctx, steps, shown_md)
     blocks = [render_steps(ctx, extra)] if extra else []
     answer = _final_answer(steps)
-    if answer.strip() and squash(answer) not in shown:
+    if answer.strip() and squash(answer) not in squash(shown_md):
         blocks.append(
             f"**{ctx.labels.conclusion}{ctx.labels.colon}**\n\n"
             + model_links(norm(answer.strip("\n")))

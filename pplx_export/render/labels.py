@@ -24,6 +24,7 @@ class Labels:
     author: str
     turns: str
     citations: str
+    citations_n: str
     space: str
     turn: str
     query: str
@@ -109,7 +110,9 @@ class Labels:
     artifact_file: str
 
     def par(self, text: str) -> str:
-        """` (text)` / `（text）`: the language's parenthesised aside."""
+        """` (text)` / `（text）`: the language's parenthesised aside ("" in a blank catalog)."""
+        if not self.lparen and not self.rparen:
+            return ""
         return f"{self.lparen}{text}{self.rparen}"
 
     def tag(self, status: str | None, locked_reason: str | None = None) -> str:
@@ -132,6 +135,7 @@ EN = Labels(
     author="Author",
     turns="Turns",
     citations="Citations",
+    citations_n="citations: {n}",
     space="Space",
     turn="Turn",
     query="Query",
@@ -229,6 +233,7 @@ ZH = Labels(
     author="作者",
     turns="轮次",
     citations="引文",
+    citations_n="引文 {n}",
     space="空间",
     turn="Turn",
     query="Query",

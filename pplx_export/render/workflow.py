@@ -101,7 +101,7 @@ def nested(
         + (lb.has_conclusion if conclusion else lb.no_conclusion)
     )
     if cited:
-        stat += f" · {lb.citations} {len(cited)}"
+        stat += " · " + lb.citations_n.format(n=len(cited))
     tag = lb.tag(as_str(wp.get("status")), lr)
     if tag:
         stat += f" · {tag}"
