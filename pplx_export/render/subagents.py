@@ -11,7 +11,7 @@ from pplx_export.render.background import background_log
 from pplx_export.render.context import Ctx
 from pplx_export.render.latex import norm
 from pplx_export.render.plan import plan_block
-from pplx_export.render.steps import render_steps
+from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.text import (
     details,
     join_blocks,
@@ -59,19 +59,21 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: dict[str, Any]) -> list[str]:
     if prompt.strip():
         blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(prompt.strip("\n")))
     blocks.append(plan_block(ctx, {sub.thread_uuid} - {""}, skip=sub.answer))
-    if sub.steps:
-        rendered = render_steps(ctx, sub.steps)
-        if rendered:
-            blocks.append(
-                details(lb.subagent_steps + lb.par(lb.steps_n.format(n=len(sub.steps))), rendered)
-            )
-    # The launching turn's copy of the run: shown as well, since it can hold steps the
-    # background entry lacks (and it is all there is when no background entry was paired).
+    # Two copies of the run exist: the workflow payload in the launching turn (titled steps,
+    # may lag) and the background entry's step log (the parser's sub.steps). The payload is
+    # shown first; the log adds what the payload lacks (everything, when the payload is empty).
     parts, conclusion, cited = nested_body(ctx, wp, 0, frozenset({sub.sub_id}))
+    payload_md = join_blocks(parts)
     if parts:
         n = len(dicts(wp.get("steps")))
         blocks.append(
-            details(lb.subagent_payload_steps + lb.par(lb.steps_n.format(n=n)), join_blocks(parts))
+            details(lb.subagent_payload_steps + lb.par(lb.steps_n.format(n=n)), payload_md)
+        )
+    extra = novel_steps(ctx, sub.steps, payload_md) if payload_md else sub.steps
+    rendered = render_steps(ctx, extra)
+    if rendered:
+        blocks.append(
+            details(lb.subagent_steps + lb.par(lb.steps_n.format(n=len(extra))), rendered)
         )
     answer = sub.answer if sub.answer.strip() else conclusion
     if answer.strip():
