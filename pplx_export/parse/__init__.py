@@ -8,7 +8,7 @@ from pplx_export.parse.mode import (
     needs_blocks,
     row_matches_mode,
 )
-from pplx_export.parse.thread import merge_pages, parse_thread, thread_url
+from pplx_export.parse.thread import merge_pages, parse_thread, row_from_thread_json, thread_url
 
 __all__ = [
     "aggregate_search_mode",
@@ -20,6 +20,7 @@ __all__ = [
     "needs_blocks",
     "parse_thread",
     "resolve_ext",
+    "row_from_thread_json",
     "row_matches_mode",
     "safe_stem",
     "thread_url",

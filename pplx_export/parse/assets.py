@@ -125,8 +125,12 @@ def download_url(asset: dict[str, Any]) -> str:
 
 def asset_filename(asset: dict[str, Any]) -> str:
     fobj = file_object(asset)
+    # Not in §5.9: an asset without a file object still names itself in download_info
+    # (§2.7 uses that name too); it beats falling back to the bare uuid.
+    info_name = next((as_str(i.get("filename")) for i in dicts(asset.get("download_info"))), "")
     return (
         first_str(fobj, "filename", "file_name", "name")
+        or info_name
         or as_str(asset.get("title"))
         or as_str(asset.get("uuid"))
     )

@@ -53,6 +53,24 @@ def merge_pages(pages: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
+def row_from_thread_json(thread_json: dict[str, Any]) -> dict[str, Any]:
+    """The index row an offline re-render passes: identity, space and dates from thread.json.
+
+    The stored mode goes in as the row mode, so a thread whose payload carries no mode signal
+    (no search_mode, no display_model) keeps the mode it was archived under.
+    """
+    tj = as_dict(thread_json)
+    return {
+        "title": as_str(tj.get("title")),
+        "entryUUID": as_str(tj.get("web_uuid")),
+        "mode": as_str(tj.get("mode")).upper(),
+        "lastUpdated": as_str(tj.get("lastUpdated")),
+        "space": tj.get("space") if isinstance(tj.get("space"), dict) else None,
+        "authorUsername": as_str(tj.get("author")),
+        "threadAccess": tj.get("threadAccess"),
+    }
+
+
 def space_of(index_row: dict[str, Any] | None, entries: list[Any]) -> Space | None:
     """Index row `space` or `collection`; with no row at all, the entry's collection_info."""
     if index_row is not None:
