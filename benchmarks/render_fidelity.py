@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pplx_export.parse import parse_thread
+from pplx_export.parse import parse_thread, row_from_thread_json
 from pplx_export.render import render_thread
 
 
@@ -31,13 +31,7 @@ def render_copy(root: Path, lang: str) -> int:
         blocks = json.loads(bp.read_text(encoding="utf-8")) if bp.exists() else None
         tp = tdir / "thread.json"
         meta = json.loads(tp.read_text(encoding="utf-8")) if tp.exists() else {}
-        row = {
-            "title": meta.get("title"),
-            "authorUsername": meta.get("author"),
-            "lastUpdated": meta.get("lastUpdated"),
-            "entryUUID": meta.get("web_uuid"),
-            "mode": str(meta.get("mode") or "").upper(),
-        }
+        row = row_from_thread_json(meta)
         conv = parse_thread(
             plain,
             blocks,

@@ -26,7 +26,7 @@ UPDATE = os.environ.get("PPLX_UPDATE_GOLDEN") == "1"
 
 def _archive_loader(tdir: Path) -> Callable[[], Conversation]:
     def load() -> Conversation:
-        from pplx_export.parse import parse_thread
+        from pplx_export.parse import parse_thread, row_from_thread_json
 
         plain = json.loads((tdir / "raw_entries.json").read_text(encoding="utf-8"))
         blocks_path = tdir / "raw_blocks.json"
@@ -35,13 +35,7 @@ def _archive_loader(tdir: Path) -> Callable[[], Conversation]:
         )
         meta_path = tdir / "thread.json"
         meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else {}
-        row = {
-            "title": meta.get("title"),
-            "authorUsername": meta.get("author"),
-            "lastUpdated": meta.get("lastUpdated"),
-            "entryUUID": meta.get("web_uuid"),
-            "mode": str(meta.get("mode") or "").upper(),
-        }
+        row = row_from_thread_json(meta)
         return parse_thread(
             plain,
             blocks,

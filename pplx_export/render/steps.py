@@ -193,13 +193,13 @@ _ELEMENTS: dict[str, tuple[str, Any]] = {
 }
 
 
-def _content_only(ctx: Ctx) -> Ctx:
+def content_only(ctx: Ctx) -> Ctx:
     """The same context with every label blank: renders content without decoration."""
     blank = {f.name: "" for f in fields(Labels) if f.name != "lang"}
     return replace(ctx, labels=replace(ctx.labels, **blank))
 
 
-class _Shown:
+class Shown:
     """Is a text already on the page? Compared on letters and digits only; short texts must
     appear verbatim as whole words, so "ok" is not hidden by "broken"."""
 
@@ -224,11 +224,11 @@ def novel_steps(ctx: Ctx, steps: list[Step], shown_md: str) -> list[Step]:
     both in full would double every turn, rendering one alone can lose content. Tool steps
     are filtered item by item, list-like steps element by element, other steps whole.
     """
-    return _novel(ctx, steps, _Shown(shown_md))
+    return _novel(ctx, steps, Shown(shown_md))
 
 
-def _novel(ctx: Ctx, steps: list[Step], shown: _Shown) -> list[Step]:
-    bare = _content_only(ctx)
+def _novel(ctx: Ctx, steps: list[Step], shown: Shown) -> list[Step]:
+    bare = content_only(ctx)
     out: list[Step] = []
     for step in steps:
         kind = step.step_type
@@ -251,7 +251,7 @@ def _novel(ctx: Ctx, steps: list[Step], shown: _Shown) -> list[Step]:
     return out
 
 
-def _novel_council(ctx: Ctx, step: Step, shown: _Shown) -> Step | None:
+def _novel_council(ctx: Ctx, step: Step, shown: Shown) -> Step | None:
     """A COUNCIL_RESEARCH step reduced to the model steps and answers not yet shown."""
     raw = dict(step.raw or step.content)
     states: dict[str, Any] = {}

@@ -129,8 +129,10 @@ def summary_text(text: str) -> str:
 
 
 _NON_WORD = re.compile(r"[\W_]+")
+_LAYOUT_TAG = re.compile(r"</?(?:details|summary|br)>")
 
 
 def squash(text: str) -> str:
-    """Letters and digits only, case-folded: "is this content already shown?" checks."""
-    return _NON_WORD.sub("", text).casefold()
+    """Letters and digits only, case-folded, layout tags dropped: for "is this content
+    already shown?" checks."""
+    return _NON_WORD.sub("", _LAYOUT_TAG.sub("", text)).casefold()
