@@ -2,7 +2,8 @@
 
 Fixtures: the hand-built samples (render_samples.SAMPLES) and every thread directory under
 tests/fixtures/archive (raw_entries.json [+ raw_blocks.json, thread.json]) parsed by
-pplx_export.parse. Goldens live in tests/golden/<fixture>/<lang>/<file>.
+pplx_export.parse. Goldens live in tests/golden/<fixture>/<lang>/<file>.golden: the suffix
+keeps `ruff format` (which formats Python blocks inside *.md files) from rewriting them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
 ARCHIVE = HERE / "fixtures" / "archive"
 UPDATE = os.environ.get("PPLX_UPDATE_GOLDEN") == "1"
+SUFFIX = ".golden"
 
 
 def _archive_loader(tdir: Path) -> Callable[[], Conversation]:
@@ -69,14 +71,14 @@ def test_golden(name: str, lang: str) -> None:
             for old in sorted(target.rglob("*"), reverse=True):
                 old.unlink() if old.is_file() else old.rmdir()
         for rel, text in files.items():
-            path = target / rel
+            path = target / (rel + SUFFIX)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            path.write_bytes(text.encode("utf-8"))
         return
     if not target.is_dir():
         pytest.skip(f"no golden for {name}/{lang}; create it with PPLX_UPDATE_GOLDEN=1")
     stored = {
-        p.relative_to(target).as_posix(): p.read_text(encoding="utf-8")
+        p.relative_to(target).as_posix().removesuffix(SUFFIX): p.read_bytes().decode("utf-8")
         for p in target.rglob("*")
         if p.is_file()
     }

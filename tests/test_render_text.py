@@ -85,3 +85,4 @@ def test_summary_text_defuses_tags_only() -> None:
 def test_finish_ends_with_exactly_one_newline() -> None:
     assert finish("x\n\n\n") == "x\n"
     assert finish("x") == "x\n"
+    assert finish("a\r\nb\rc") == "a\nb\nc\n"

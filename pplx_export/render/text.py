@@ -116,7 +116,9 @@ def join_blocks(blocks: list[str]) -> str:
 
 
 def finish(text: str) -> str:
-    """File text ending with exactly one newline."""
+    """File text with LF line ends only (payloads carry CRLF and lone CR in tool output),
+    ending with exactly one newline."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text.rstrip("\n") + "\n"
 
 
