@@ -246,3 +246,71 @@ def test_render_never_crashes_on_odd_shapes(
     conv = _computer([turn], appendix=[AppendixItem(wp={"steps": [junk]})])
     files = render_thread(conv)
     assert all(isinstance(t, str) and t.endswith("\n") for t in files.values())
+
+
+def test_mapped_subagent_prefers_background_copy_and_shows_launcher() -> None:
+    anchor = {
+        "id": "toolu_R",
+        "headline": "R",
+        "objective_chunks": ["do R"],
+        "steps": [
+            wf_step("Early", [text_item("anchor early text")]),
+        ],
+    }
+    bg_copy = {
+        "id": "toolu_R",
+        "headline": "R",
+        "status": "WORKFLOW_CANCELED",
+        "steps": [
+            wf_step("Early", [text_item("anchor early text")]),
+            wf_step("Later", [text_item("only in the background copy")]),
+        ],
+    }
+    blocks = {
+        "entries": [],
+        "background_entries": [
+            {
+                "uuid": "bg-r",
+                "blocks": [
+                    {
+                        "workflow_block": {
+                            "status": "WORKFLOW_CANCELED",
+                            "steps": [
+                                {
+                                    "id": "toolu_R",
+                                    "tool_name": "run_subagent",
+                                    "title": "Launching",
+                                    "started_at": "2035-12-26T00:00:01",
+                                    "completed_at": "2035-12-26T00:00:02",
+                                },
+                                {"id": "toolu_R:workflow", "items": [payload_item(bg_copy)]},
+                            ],
+                        }
+                    }
+                ],
+            }
+        ],
+    }
+    sub = SubAgent(
+        "toolu_R",
+        headline="R",
+        status="WORKFLOW_CANCELED",
+        steps=[
+            Step("ASI_TOOL_OUTPUT", {"workflow_items": [text_item("only in the background copy")]}),
+            Step("ASI_TOOL_OUTPUT", {"workflow_items": [text_item("only in the step log")]}),
+        ],
+    )
+    wf = {
+        "status": "WORKFLOW_COMPLETED",
+        "steps": [{"id": "toolu_R:workflow", "items": [payload_item(anchor)]}],
+    }
+    turn = Turn(index=1, uuid="t1", wf_block=wf)
+    conv = _computer([turn], raw_blocks=blocks, sub_agents={"toolu_R": sub})
+    md = render_thread(conv)["turns/turn_0001.md"]
+    assert "> `run_subagent` Launching — 2035-12-26 00:00:01 → 2035-12-26 00:00:02" in md
+    assert "<summary>Sub-agent workflow (steps: 2)</summary>" in md
+    assert md.count("anchor early text") == 1
+    assert md.count("only in the background copy") == 1
+    assert "<summary>Sub-agent work process (steps: 1)</summary>" in md
+    assert "only in the step log" in md
+    assert f"### Step 1 · 🤖 Sub-agent: R · {EN.tag_canceled}" in md
