@@ -145,7 +145,7 @@ def asset_type_of(asset: dict[str, Any]) -> str:
 
 def dest_name(filename: str, asset_type: str, version: str, n_versions: int) -> str:
     stem, dot, ext = filename.rpartition(".")
-    if not (dot and stem and ext.lower() in KNOWN_EXTS):
+    if not (dot and ext.lower() in KNOWN_EXTS):
         stem, ext = filename, ASSET_TYPE_EXT.get(asset_type, "bin") if asset_type else "bin"
     stem = safe_stem(stem)
     if n_versions > 1:

@@ -72,9 +72,9 @@ def attribute(turns: list[Turn], main_entries: list[Any], bg_entries: list[Any])
         entry = by_uuid.get(turn.uuid)
         if entry is None or not is_stub_entry(entry):
             continue
-        result.stub_turns.add(turn.index)
         moment = from_us(turn.created_us)
         if moment is not None:
+            result.stub_turns.add(turn.index)
             stubs.append((turn.index, moment))
 
     # Every top-level payload not anchored is a candidate for ② or goes to ③.
