@@ -437,3 +437,11 @@ def test_ask_not_completed_and_errors() -> None:
     )
     with pytest.raises(TransportError):
         list(_api(r).ask(build_ask_body("q")))
+
+
+def test_create_collection_is_never_retried() -> None:
+    r = router()
+    route = r.post(C.CREATE_COLLECTION_PATH).mock(return_value=httpx.Response(502))
+    with pytest.raises(Exception, match="502"):
+        _api(r, backoff_cap=0).create_collection("BOT")
+    assert route.call_count == 1

@@ -175,3 +175,11 @@ def test_client_raises_terminal_errors_after_one_request(
     assert r.routes[0].call_count == 1
     assert info.value.endpoint == "GET /rest/thread/x"  # type: ignore[attr-defined]
     assert "version" not in str(info.value)
+
+
+def test_thread_content_mentioning_the_code_is_still_data() -> None:
+    body = {
+        "entries": [{"text": "the server said PERSISTED_QUERY_NOT_FOUND, PersistedQueryNotFound"}]
+    }
+    v = _c(200, body)
+    assert v.kind == "ok" and v.data == body

@@ -241,3 +241,17 @@ def test_fallback_mid_listing_skips_rows_already_yielded() -> None:
     r.post(C.LIST_ASK_THREADS_PATH).mock(side_effect=[_rest_items([1, 2, 3], False)])
     rows = list(iter_library(make_client(r)))
     assert [x["entryUUID"] for x in rows] == ["e-1", "e-2", "e-3"]
+
+
+def test_graphql_error_answer_is_an_error_not_an_empty_library() -> None:
+    from pplx_export.errors import ApiError
+
+    r = router()
+    r.post(C.GRAPHQL_PATH).mock(
+        return_value=httpx.Response(
+            200, json={"errors": [{"message": "Internal boom"}], "data": None}
+        )
+    )
+    with pytest.raises(ApiError) as info:
+        list(iter_library(make_client(r)))
+    assert "Internal boom" in str(info.value)

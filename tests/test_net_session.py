@@ -258,3 +258,41 @@ def test_runtime_shared_across_sessions_of_one_invocation(tmp_path: Path) -> Non
     assert a.requests_made == 2
     other = _opts(tmp_path, "alice@example.com", cookies_file=f)
     assert runtime_for(other) is not runtime_for(opts)
+
+
+def test_discover_accounts_probes_every_token_and_restores(tmp_path: Path) -> None:
+    from pplx_export.perplexity.session import discover_accounts
+
+    f = _cookie_file(
+        tmp_path,
+        {
+            SESSION_COOKIE: "tok-bob",
+            f"{ACCOUNT_PREFIX}u-bob": "tok-bob",
+            f"{ACCOUNT_PREFIX}u-dead": "tok-dead",
+            f"{ACCOUNT_PREFIX}u-alice": "tok-alice",
+        },
+    )
+    r = _router()
+    found, where = discover_accounts(
+        _opts(tmp_path, "", cookies_file=f),
+        transport=httpx.MockTransport(r.handler),
+        clock=FakeClock(),
+    )
+    assert [(a.user_id, a.email, a.active) for a in found] == [
+        ("u-bob", "bob@example.com", True),
+        ("u-alice", "alice@example.com", False),
+    ]
+    assert "cookies.json" in where
+    assert r.routes[0].call_count == 3
+
+
+def test_discover_accounts_none_signed_in(tmp_path: Path) -> None:
+    from pplx_export.perplexity.session import discover_accounts
+
+    f = _cookie_file(tmp_path, {SESSION_COOKIE: "tok-dead"})
+    with pytest.raises(AuthError):
+        discover_accounts(
+            _opts(tmp_path, "", cookies_file=f),
+            transport=httpx.MockTransport(_router().handler),
+            clock=FakeClock(),
+        )

@@ -92,6 +92,18 @@ def error_code(data: Any, text: str = "") -> str:
     return ""
 
 
+def graphql_errors(data: Any) -> list[Any]:
+    """The `errors` list of a GraphQL answer ([] for anything else)."""
+    errors = data.get("errors") if isinstance(data, dict) else None
+    return errors if isinstance(errors, list) else []
+
+
+def is_persisted_query_not_found(data: Any) -> bool:
+    # Only a GraphQL error list counts: a thread whose *content* mentions the code must not.
+    text = json.dumps(graphql_errors(data))
+    return any(marker in text for marker in _PQNF)
+
+
 def is_cloudflare_challenge(headers: Mapping[str, str], text: str) -> bool:
     if headers.get("cf-mitigated", "").lower() == "challenge":
         return True
@@ -115,7 +127,7 @@ def classify(
     def err(cls: type[ApiError], reason: str, c: str = code) -> ApiError:
         return cls(reason, endpoint=endpoint, status=status, code=c)
 
-    if any(marker in text for marker in _PQNF):
+    if is_persisted_query_not_found(data):
         return Verdict("fail", error=err(PersistedQueryNotFound, "persisted query not found"))
 
     if 200 <= status < 300:

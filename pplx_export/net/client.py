@@ -180,13 +180,17 @@ class ApiClient:
         body: Any = None,
         timeout: float | None = None,
         pace_scale: float = 1.0,
+        retry: bool = True,
     ) -> Any:
-        """Send one API request (with retries) and return its parsed JSON body."""
+        """Send one API request (with retries) and return its parsed JSON body.
+
+        `retry=False` for calls that must not run twice (creating a space): one attempt.
+        """
         endpoint = f"{method} {path}"
         key = endpoint_key(method, path)
         url = self._url(path, params)
         shown = f"{method} {safe_url(url)}"
-        attempts = max(1, self.settings.max_attempts)
+        attempts = max(1, self.settings.max_attempts) if retry else 1
         for attempt in range(1, attempts + 1):
             self.runtime.pacer.wait(pace_scale)
             self.runtime.stats.count(key)

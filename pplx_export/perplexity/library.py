@@ -16,7 +16,8 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from pplx_export.net.classify import PersistedQueryNotFound
+from pplx_export.errors import ApiError
+from pplx_export.net.classify import PersistedQueryNotFound, graphql_errors
 from pplx_export.net.client import ApiClient
 from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts
 from pplx_export.perplexity import constants as C
@@ -96,6 +97,12 @@ def iter_library_graphql(client: ApiClient, page_size: int = C.LIBRARY_PAGE_SIZE
             as_dict(as_dict(as_dict(data).get("data")).get("viewer")).get("recentGroup")
         ).get("threads")
         if not isinstance(threads, dict):
+            errors = graphql_errors(data)
+            if errors:
+                # An error answer is not the end of the library: never let it look empty.
+                first = as_dict(errors[0])
+                reason = as_str(first.get("message")) or "GraphQL error"
+                raise ApiError(f"GraphQL: {reason[:200]}", endpoint=f"POST {C.GRAPHQL_PATH}")
             return
         edges = dicts(threads.get("edges"))
         if not edges:

@@ -14,6 +14,7 @@ account shares the same pacer without any module-level state.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -102,6 +103,21 @@ def verify_account(api: PerplexityAPI, cs: CookieSet, email: str = "", user_id: 
     )
 
 
+def _api_for(
+    opts: RunOptions,
+    cs: CookieSet,
+    runtime: NetRuntime,
+    transport: httpx.BaseTransport | None,
+    http: httpx.Client | None,
+) -> PerplexityAPI:
+    headers = user_agent_headers(cs.origin or cs.source, opts.config.user_agent)
+    settings = ClientSettings.from_network(
+        opts.config.network, base_url=opts.base_url, headers=headers
+    )
+    client = ApiClient(settings, runtime, cookies=cs.cookies, http=http, transport=transport)
+    return PerplexityAPI(client, cookies=cs)
+
+
 def open_session(
     opts: RunOptions,
     *,
@@ -129,12 +145,7 @@ def open_session(
                 raise
             failures.append(exc.reason)
             continue
-        headers = user_agent_headers(cs.origin or cs.source, opts.config.user_agent)
-        settings = ClientSettings.from_network(
-            opts.config.network, base_url=opts.base_url, headers=headers
-        )
-        client = ApiClient(settings, runtime, cookies=cs.cookies, http=http, transport=transport)
-        api = PerplexityAPI(client, cookies=cs)
+        api = _api_for(opts, cs, runtime, transport, http)
         try:
             api.email = verify_account(api, cs, opts.account.email, opts.account.user_id)
         except AuthError as exc:
@@ -154,3 +165,90 @@ def open_session(
                 log.warning("could not write the cookie cache: %s", exc)
         return api
     raise AuthError("no usable perplexity.ai session; tried " + "; ".join(failures))
+
+
+@dataclass
+class SignedInAccount:
+    """An account whose session token sits in the cookie jar (for `init`)."""
+
+    user_id: str  # from `__Secure-pplx.session.<user_id>`; "" if only the active token had it
+    email: str
+    name: str
+    active: bool  # the account the jar was signed in as before probing
+
+
+def discover_accounts(
+    opts: RunOptions,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    http: httpx.Client | None = None,
+    clock: Clock | None = None,
+    runtime: NetRuntime | None = None,
+    browser_loader: BrowserLoader | None = None,
+) -> tuple[list[SignedInAccount], str]:
+    """Every signed-in account of the first cookie source that has any, and that source.
+
+    Probes the active token and each per-account token once; the jar's active token is
+    restored afterwards. No ownership check (this is how `init` learns the emails).
+    """
+    runtime = runtime or runtime_for(opts, clock=clock)
+    failures: list[str] = []
+    for source in cookie_sources(
+        archive_root=opts.out,
+        now=runtime.clock.time(),
+        browser=opts.cookies_from,
+        cookie_file=opts.cookies_file,
+        loader=browser_loader,
+    ):
+        try:
+            cs = source.load()
+        except AuthError as exc:
+            if source.explicit:
+                raise
+            failures.append(exc.reason)
+            continue
+        with _api_for(opts, cs, runtime, transport, http) as api:
+            found = _probe_all(api, cs)
+        if found:
+            return found, cs.describe()
+        failures.append(f"{source.label}: no token answered with a signed-in session")
+        if source.explicit:
+            break
+    raise AuthError("no signed-in perplexity.ai account found; tried " + "; ".join(failures))
+
+
+def _probe_all(api: PerplexityAPI, cs: CookieSet) -> list[SignedInAccount]:
+    original = cs.cookies.get(SESSION_COOKIE)
+    tokens = cs.account_tokens
+    by_email: dict[str, SignedInAccount] = {}
+
+    def record(user_id: str, active: bool) -> None:
+        try:
+            data = api.session()
+        except AuthError:
+            return
+        email = session_email(data)
+        if not email:
+            return
+        name = as_str(as_dict(data.get("user")).get("name"))
+        held = by_email.get(email.lower())
+        if held is None:
+            by_email[email.lower()] = SignedInAccount(user_id, email, name, active)
+        else:
+            held.user_id = held.user_id or user_id
+            held.active = held.active or active
+
+    try:
+        if original:
+            active_uid = next((uid for uid, tok in tokens.items() if tok == original), "")
+            record(active_uid, True)
+        for uid, token in tokens.items():
+            if token != original:
+                cs.activate(uid)
+                record(uid, False)
+    finally:
+        if original is None:
+            cs.cookies.pop(SESSION_COOKIE, None)
+        else:
+            cs.cookies[SESSION_COOKIE] = original
+    return list(by_email.values())

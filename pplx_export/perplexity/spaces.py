@@ -77,7 +77,10 @@ def create_collection(
         "instructions": "",
         "access": 1,
     }
-    data = client.post(C.CREATE_COLLECTION_PATH, body, params=C.STD_QUERY, timeout=C.META_TIMEOUT)
+    # Not retried: a retry after a lost answer could create a second space.
+    data = client.post(
+        C.CREATE_COLLECTION_PATH, body, params=C.STD_QUERY, timeout=C.META_TIMEOUT, retry=False
+    )
     if not isinstance(data, dict):
         raise SchemaError("create_collection answer is not an object", path=title)
     return data
