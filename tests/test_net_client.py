@@ -317,3 +317,10 @@ def test_helpers() -> None:
     assert (
         endpoint_key("POST", "/rest/perplexity_ask/graphql") == "POST /rest/perplexity_ask/graphql"
     )
+
+
+def test_endpoint_key_collapses_handles_but_not_names() -> None:
+    assert endpoint_key("GET", "/rest/assets/toolu_emuNotes01/data") == "GET /rest/assets/{id}/data"
+    assert endpoint_key("GET", "/rest/collections/list_collection_threads") == (
+        "GET /rest/collections/list_collection_threads"
+    )

@@ -51,7 +51,8 @@ DOWNLOAD_CHUNK = 64 * 1024
 
 Params = Sequence[tuple[str, str]]
 
-_ID_SEGMENT = re.compile(r"^(?:[0-9a-fA-F-]{16,}|[A-Za-z0-9_.%-]{24,})$")
+# An ID-like path segment: a long token with at least one digit (UUIDs, toolu_ handles).
+_ID_SEGMENT = re.compile(r"^(?=[^/]*\d)[A-Za-z0-9_.%-]{16,}$")
 _URL_IN_TEXT = re.compile(r"https?://[^\s'\"<>]+")
 
 
@@ -201,9 +202,8 @@ class ApiClient:
             try:
                 response = self._http.send(request)
             except httpx.RequestError as exc:
-                reason = f"network error: {type(exc).__name__}: {redact_text(str(exc))}".rstrip(
-                    ": "
-                )
+                detail = redact_text(str(exc))
+                reason = f"network error: {type(exc).__name__}{': ' + detail if detail else ''}"
                 verdict = Verdict("retry", error=TransportError(reason, endpoint=endpoint))
             else:
                 log.debug(
