@@ -183,3 +183,9 @@ def test_thread_content_mentioning_the_code_is_still_data() -> None:
     }
     v = _c(200, body)
     assert v.kind == "ok" and v.data == body
+
+
+def test_204_no_content_is_ok() -> None:
+    v = _c(204, b"")
+    assert v.kind == "ok" and v.data is None
+    assert _c(200, b"").kind == "retry"  # an empty 200 is not data

@@ -130,6 +130,8 @@ def classify(
     if is_persisted_query_not_found(data):
         return Verdict("fail", error=err(PersistedQueryNotFound, "persisted query not found"))
 
+    if status == 204:
+        return Verdict("ok", data=None)
     if 200 <= status < 300:
         if not is_json:
             # Cloudflare interstitial or a login page served with 200: never data.
