@@ -14,6 +14,7 @@ account shares the same pacer without any module-level state.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from pplx_export.net.cookies import (
     SESSION_COOKIE,
     BrowserLoader,
     CookieSet,
+    CookieSource,
     cookie_sources,
     write_cache,
 )
@@ -118,6 +120,27 @@ def _api_for(
     return PerplexityAPI(client, cookies=cs)
 
 
+def _loaded_sources(
+    opts: RunOptions, now: float, loader: BrowserLoader | None, failures: list[str]
+) -> Iterator[tuple[CookieSource, CookieSet]]:
+    """Each cookie source of the chain that loads; failures are noted (explicit: raised)."""
+    for source in cookie_sources(
+        archive_root=opts.out,
+        now=now,
+        browser=opts.cookies_from,
+        cookie_file=opts.cookies_file,
+        loader=loader,
+    ):
+        try:
+            cs = source.load()
+        except AuthError as exc:
+            if source.explicit:
+                raise
+            failures.append(exc.reason)
+            continue
+        yield source, cs
+
+
 def open_session(
     opts: RunOptions,
     *,
@@ -131,20 +154,7 @@ def open_session(
     runtime = runtime or runtime_for(opts, clock=clock)
     now = runtime.clock.time()
     failures: list[str] = []
-    for source in cookie_sources(
-        archive_root=opts.out,
-        now=now,
-        browser=opts.cookies_from,
-        cookie_file=opts.cookies_file,
-        loader=browser_loader,
-    ):
-        try:
-            cs = source.load()
-        except AuthError as exc:
-            if source.explicit:
-                raise
-            failures.append(exc.reason)
-            continue
+    for source, cs in _loaded_sources(opts, now, browser_loader, failures):
         api = _api_for(opts, cs, runtime, transport, http)
         try:
             api.email = verify_account(api, cs, opts.account.email, opts.account.user_id)
@@ -193,20 +203,7 @@ def discover_accounts(
     """
     runtime = runtime or runtime_for(opts, clock=clock)
     failures: list[str] = []
-    for source in cookie_sources(
-        archive_root=opts.out,
-        now=runtime.clock.time(),
-        browser=opts.cookies_from,
-        cookie_file=opts.cookies_file,
-        loader=browser_loader,
-    ):
-        try:
-            cs = source.load()
-        except AuthError as exc:
-            if source.explicit:
-                raise
-            failures.append(exc.reason)
-            continue
+    for source, cs in _loaded_sources(opts, runtime.clock.time(), browser_loader, failures):
         with _api_for(opts, cs, runtime, transport, http) as api:
             found = _probe_all(api, cs)
         if found:
