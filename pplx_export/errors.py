@@ -63,14 +63,22 @@ class ThreadsFailed(PplxError):
 
 
 class ApiError(PplxError):
-    """An error from the API. `endpoint` is "METHOD /path" (never a query string)."""
+    """An error from the API. `endpoint` is "METHOD /path" (never a query string).
+
+    `code` is the machine code the API sent, when there is one (`VIEW_THREAD_NOT_ALLOWED`,
+    `ASSET_NOT_FOUND`, `thread_usage_forbidden`, ...), so callers can branch without parsing
+    the reason text.
+    """
 
     exit_code = 1
 
-    def __init__(self, reason: str, *, endpoint: str = "", status: int | None = None) -> None:
+    def __init__(
+        self, reason: str, *, endpoint: str = "", status: int | None = None, code: str = ""
+    ) -> None:
         self.reason = reason
         self.endpoint = endpoint
         self.status = status
+        self.code = code
         super().__init__(f"{endpoint}: {reason}" if endpoint else reason)
 
 

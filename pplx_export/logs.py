@@ -40,3 +40,7 @@ def setup_logging(verbose: int = 0, quiet: bool = False, log_file: Path | None =
         level = logging.DEBUG
     logger.setLevel(level)
     logger.propagate = True
+    # httpx logs every request URL, query string included, at INFO: a signed download URL
+    # carries its credentials there. Our client logs host+path itself.
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

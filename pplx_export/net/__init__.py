@@ -1,0 +1,1 @@
+"""Network layer: HTTP client (pacing, retries, error mapping), cookies, SSE reader."""

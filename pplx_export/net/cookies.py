@@ -1,0 +1,299 @@
+"""Where the session cookies come from (protocol.md §1.3).
+
+Resolution chain: `--cookies-from BROWSER` -> `--cookies FILE` -> the fresh cache
+`<archive>/index/.cookies.json` (12 h) -> auto-detected browsers. An explicit source is the only
+one tried; otherwise the cache and then each browser are candidates in turn (the session layer
+moves on when one fails to authenticate).
+
+Only cookies of `perplexity.ai` and its subdomains are kept (suffix match, never substring:
+`evilperplexity.ai` is rejected). Messages name sources, browsers, profiles and cookie *names*;
+never a cookie value.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pplx_export.archive.atomic import atomic_write_text
+from pplx_export.errors import AuthError, ConfigError
+
+log = logging.getLogger("pplx_export.net")
+
+DOMAIN = "perplexity.ai"
+PREFERRED_HOST = "www.perplexity.ai"
+SESSION_COOKIE = "__Secure-next-auth.session-token"
+ACCOUNT_PREFIX = "__Secure-pplx.session."
+CACHE_NAME = ".cookies.json"
+CACHE_MAX_AGE_S = 12 * 3600
+AUTO_BROWSERS = ("edge", "chrome", "firefox", "safari", "chromium", "brave", "opera", "vivaldi")
+BROWSERS = ("chrome", "chromium", "edge", "firefox", "safari", "brave", "opera", "vivaldi")
+
+
+@dataclass(frozen=True)
+class RawCookie:
+    name: str
+    value: str
+    domain: str = ""
+
+    def __repr__(self) -> str:  # never show the value, even in a traceback
+        return f"RawCookie(name={self.name!r}, domain={self.domain!r})"
+
+
+@dataclass
+class CookieSet:
+    """The cookies sent to Perplexity, and the per-account session tokens found among them."""
+
+    cookies: dict[str, str] = field(repr=False)
+    source: str  # "browser:chrome", "file:cookies.txt", "cache"
+    where: str = ""  # human detail: profile path, file path
+    origin: str = ""  # for the cache: the source it was first read from (picks the UA)
+
+    @property
+    def account_tokens(self) -> dict[str, str]:
+        """`user_id -> session token` from the `__Secure-pplx.session.<uid>` cookies."""
+        return {
+            name[len(ACCOUNT_PREFIX) :]: value
+            for name, value in self.cookies.items()
+            if name.startswith(ACCOUNT_PREFIX) and value
+        }
+
+    @property
+    def has_session(self) -> bool:
+        return bool(self.cookies.get(SESSION_COOKIE)) or bool(self.account_tokens)
+
+    def activate(self, user_id: str) -> None:
+        """Make the account `user_id` the active one (what `?pplx_account=<uid>` does)."""
+        self.cookies[SESSION_COOKIE] = self.account_tokens[user_id]
+
+    def describe(self) -> str:
+        return f"{self.source} ({self.where})" if self.where else self.source
+
+
+def domain_ok(domain: str) -> bool:
+    """Suffix match on perplexity.ai. An empty domain (a bare name->value dict) is accepted."""
+    d = domain.strip().lower().lstrip(".")
+    return d == "" or d == DOMAIN or d.endswith("." + DOMAIN)
+
+
+def _rank(domain: str) -> int:
+    d = domain.strip().lower().lstrip(".")
+    # www wins (protocol §1.3), then the apex, then a bare dict entry, then other subdomains.
+    return {PREFERRED_HOST: 0, DOMAIN: 1, "": 2}.get(d, 3)
+
+
+def collect(raw: Iterable[RawCookie], source: str, where: str = "") -> CookieSet:
+    """Keep perplexity.ai cookies; when a name appears on several domains prefer www."""
+    best: dict[str, RawCookie] = {}
+    for cookie in raw:
+        if not cookie.name or not domain_ok(cookie.domain):
+            continue
+        held = best.get(cookie.name)
+        if held is None or _rank(cookie.domain) < _rank(held.domain):
+            best[cookie.name] = cookie
+    return CookieSet({c.name: c.value for c in best.values()}, source, where)
+
+
+def require_session(cs: CookieSet) -> CookieSet:
+    if not cs.has_session:
+        names = ", ".join(sorted(cs.cookies)) or "none"
+        raise AuthError(
+            f"no perplexity.ai session cookie in {cs.describe()} "
+            f"(expected {SESSION_COOKIE} or {ACCOUNT_PREFIX}<id>; cookie names found: {names})"
+        )
+    return cs
+
+
+# -- cookie files -----------------------------------------------------------------------------
+
+
+def parse_netscape(text: str) -> list[RawCookie]:
+    """Netscape/Mozilla cookies.txt. `#HttpOnly_<domain>` lines are cookies, not comments."""
+    out: list[RawCookie] = []
+    for line in text.splitlines():
+        line = line.rstrip("\r\n")
+        if line.startswith("#HttpOnly_"):
+            line = line[len("#HttpOnly_") :]
+        elif not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) < 7:
+            continue
+        domain, name, value = fields[0], fields[5], "\t".join(fields[6:])
+        out.append(RawCookie(name.strip(), value.strip(), domain.strip()))
+    return out
+
+
+def parse_json_cookies(data: Any) -> list[RawCookie]:
+    """A name->value dict, a list of {name, value, domain}, or our cache shape."""
+    if isinstance(data, dict) and isinstance(data.get("cookies"), dict | list):
+        return parse_json_cookies(data["cookies"])
+    if isinstance(data, dict):
+        return [RawCookie(str(k), str(v)) for k, v in data.items() if isinstance(v, str | int)]
+    if isinstance(data, list):
+        out: list[RawCookie] = []
+        for item in data:
+            if isinstance(item, dict) and isinstance(item.get("name"), str):
+                value = item.get("value")
+                domain = item.get("domain") or item.get("host") or ""
+                out.append(
+                    RawCookie(item["name"], "" if value is None else str(value), str(domain))
+                )
+        return out
+    raise ValueError("expected a JSON object or array")
+
+
+def load_cookie_file(path: Path) -> CookieSet:
+    """Read `--cookies FILE`; raise ConfigError if unreadable, AuthError if it has no session."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read cookie file {path}: {type(exc).__name__}") from None
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            raw = parse_json_cookies(json.loads(stripped))
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise ConfigError(f"cookie file {path} is not valid cookie JSON: {exc}") from None
+    else:
+        raw = parse_netscape(text)
+    return require_session(collect(raw, f"file:{path.name}", str(path)))
+
+
+# -- browsers ---------------------------------------------------------------------------------
+
+BrowserLoader = Callable[[str], tuple[list[RawCookie], str]]
+
+
+def browser_cookie3_loader(browser: str) -> tuple[list[RawCookie], str]:
+    """Read perplexity.ai cookies from an installed browser with browser-cookie3.
+
+    Returns the cookies and where they came from (the cookie database path, best effort).
+    """
+    import browser_cookie3  # imported lazily: it probes keyrings and D-Bus at import time
+
+    classes = {
+        "chrome": browser_cookie3.Chrome,
+        "chromium": browser_cookie3.Chromium,
+        "edge": browser_cookie3.Edge,
+        "firefox": browser_cookie3.Firefox,
+        "safari": browser_cookie3.Safari,
+        "brave": browser_cookie3.Brave,
+        "opera": browser_cookie3.Opera,
+        "vivaldi": browser_cookie3.Vivaldi,
+    }
+    reader = classes[browser](domain_name=DOMAIN)
+    where = str(getattr(reader, "cookie_file", "") or "")
+    jar = reader.load()
+    return [RawCookie(c.name, c.value or "", c.domain) for c in jar], where
+
+
+def load_browser(browser: str, loader: BrowserLoader | None = None) -> CookieSet:
+    """Cookies from one browser, or AuthError saying what went wrong (never a value)."""
+    if browser not in BROWSERS:
+        raise ConfigError(f"unknown browser {browser!r} (known: {', '.join(BROWSERS)})")
+    read = loader or browser_cookie3_loader
+    try:
+        raw, where = read(browser)
+    # browser-cookie3 raises whatever its backends raise (sqlite3, keyring, D-Bus, OSError,
+    # its own BrowserCookieError); each is reported by type and message, none is swallowed.
+    except Exception as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise AuthError(f"{browser}: {reason}") from None
+    cs = collect(raw, f"browser:{browser}", f"profile {where}" if where else "")
+    return require_session(cs)
+
+
+# -- cache ------------------------------------------------------------------------------------
+
+
+def cache_path(archive_root: Path) -> Path:
+    return archive_root / "index" / CACHE_NAME
+
+
+def read_cache(archive_root: Path, now: float) -> CookieSet | None:
+    """The cached cookie set if it exists, parses, has a session and is < 12 h old."""
+    path = cache_path(archive_root)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        log.warning("ignoring unreadable cookie cache %s (%s)", path, type(exc).__name__)
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("cookies"), dict):
+        log.warning("ignoring cookie cache %s: unexpected shape", path)
+        return None
+    fetched = data.get("fetched_at")
+    if not isinstance(fetched, int | float) or not 0 <= now - fetched < CACHE_MAX_AGE_S:
+        return None
+    source = data.get("source")
+    origin = source if isinstance(source, str) else ""
+    cs = collect(parse_json_cookies(data["cookies"]), "cache", f"{path}, from {origin}")
+    cs.origin = origin
+    return cs if cs.has_session else None
+
+
+def write_cache(archive_root: Path, cs: CookieSet, account_email: str, now: float) -> Path:
+    """Store the verified cookie set owner-only (0600 from the first byte), atomically."""
+    path = cache_path(archive_root)
+    doc = {
+        "fetched_at": now,
+        "source": cs.origin or cs.source,
+        "account_email": account_email,
+        "cookies": dict(cs.cookies),
+    }
+    atomic_write_text(
+        path, json.dumps(doc, ensure_ascii=False, indent=1) + "\n", durable=True, mode=0o600
+    )
+    return path
+
+
+# -- the chain --------------------------------------------------------------------------------
+
+
+@dataclass
+class CookieSource:
+    """One candidate in the resolution chain; `load()` raises AuthError/ConfigError."""
+
+    label: str
+    load: Callable[[], CookieSet]
+    explicit: bool = False
+    cacheable: bool = False  # browser reads are cached; files and the cache itself are not
+
+
+def cookie_sources(
+    *,
+    archive_root: Path,
+    now: float,
+    browser: str | None = None,
+    cookie_file: Path | None = None,
+    loader: BrowserLoader | None = None,
+    auto_browsers: Iterable[str] = AUTO_BROWSERS,
+) -> Iterator[CookieSource]:
+    """The candidates to try, in priority order (explicit sources stand alone)."""
+    if browser:
+        yield CookieSource(
+            f"browser:{browser}", lambda: load_browser(browser, loader), True, cacheable=True
+        )
+        return
+    if cookie_file is not None:
+        yield CookieSource(f"file:{cookie_file}", lambda: load_cookie_file(cookie_file), True)
+        return
+
+    def cached() -> CookieSet:
+        cs = read_cache(archive_root, now)
+        if cs is None:
+            raise AuthError("no fresh cookie cache")
+        return cs
+
+    def from_browser(name: str) -> Callable[[], CookieSet]:
+        return lambda: load_browser(name, loader)
+
+    yield CookieSource("cache", cached)
+    for name in auto_browsers:
+        yield CookieSource(f"browser:{name}", from_browser(name), cacheable=True)

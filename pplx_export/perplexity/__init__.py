@@ -1,0 +1,1 @@
+"""Site adapter: Perplexity endpoint constants and typed API calls over `net.client`."""

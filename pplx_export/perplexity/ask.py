@@ -1,0 +1,148 @@
+"""The SSE ask request: body envelopes and a stream summary (protocol.md §2.12).
+
+`build_ask_body` is pure (UUIDs come from an injectable factory); `AskState` folds the event
+stream into what a caller needs (thread UUID, entry UUID, status, growing text). The archive
+does not parse the stream's content: after completion the thread is re-fetched.
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pplx_export.errors import UsageError
+from pplx_export.net.client import ApiClient
+from pplx_export.net.sse import read_until_final
+from pplx_export.perplexity import constants as C
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """Continue an existing thread: its newest `backend_uuid` and its `read_write_token`."""
+
+    last_backend_uuid: str
+    read_write_token: str
+
+    def __repr__(self) -> str:  # the token is a write credential
+        return f"FollowUp(last_backend_uuid={self.last_backend_uuid!r})"
+
+
+def model_preference(mode: str, model: str | None = None) -> str:
+    if mode == "search" and model:
+        return model
+    try:
+        return C.ASK_MODEL_PREFERENCE[mode]
+    except KeyError:
+        known = ", ".join(C.ASK_MODEL_PREFERENCE)
+        raise UsageError(f"cannot ask in mode {mode!r} (known: {known})") from None
+
+
+def build_ask_body(
+    query: str,
+    *,
+    mode: str = "search",
+    model: str | None = None,
+    compare_models: Sequence[str] = (),
+    follow_up: FollowUp | None = None,
+    target_collection_uuid: str = "",
+    language: str = "en-US",
+    timezone: str = "UTC",
+    new_uuid: Callable[[], str] = lambda: str(uuidlib.uuid4()),
+) -> JSON:
+    """The `{"params": ..., "query_str": ...}` envelope for a new thread or a follow-up."""
+    params: JSON = {
+        "attachments": [],
+        "language": language,
+        "timezone": timezone,
+        "search_focus": "internet",
+        "sources": ["web"],
+        "frontend_uuid": new_uuid(),
+        "mode": "copilot",  # always; the mode lives in model_preference
+        "model_preference": model_preference(mode, model),
+        "is_related_query": False,
+        "is_sponsored": False,
+        "prompt_source": "user",
+        "query_source": "followup" if follow_up else "home",
+        "is_incognito": False,
+        "time_from_first_type": 0.0,
+        "local_search_enabled": False,
+        "use_schematized_api": True,
+        "send_back_text_in_streaming_api": False,
+        "supported_block_use_cases": list(C.ASK_BLOCK_USE_CASES),
+        "client_coordinates": None,
+        "mentions": [],
+        "skip_search_enabled": True,
+        "is_nav_suggestions_disabled": False,
+        "source": "default",
+        "always_search_override": False,
+        "override_no_search": False,
+        "should_ask_for_mcp_tool_confirmation": True,
+        "supports_tool_approval_modal": True,
+        "force_enable_browser_agent": False,
+        "supported_features": ["browser_agent_permission_banner_v1.1"],
+        "version": C.API_VERSION,
+    }
+    if follow_up:
+        params["last_backend_uuid"] = follow_up.last_backend_uuid
+        params["read_write_token"] = follow_up.read_write_token
+        params["followup_source"] = "link"
+    else:
+        params["frontend_context_uuid"] = new_uuid()
+    if mode == "council":
+        models = list(compare_models)
+        if not C.COUNCIL_MODELS_MIN <= len(models) <= C.COUNCIL_MODELS_MAX:
+            raise UsageError(
+                f"council takes {C.COUNCIL_MODELS_MIN}-{C.COUNCIL_MODELS_MAX} models, "
+                f"got {len(models)}"
+            )
+        params["compare_model_preferences"] = models[: C.COUNCIL_MODELS_MAX]
+    if target_collection_uuid:
+        params["target_collection_uuid"] = target_collection_uuid
+        params["target_thread_access_level"] = 1
+    return {"params": params, "query_str": query}
+
+
+@dataclass
+class AskState:
+    """What the stream has told us so far. `completed` is the success test."""
+
+    backend_uuid: str = ""  # the thread UUID: /search/<backend_uuid>
+    entry_uuid: str = ""
+    context_uuid: str = ""
+    frontend_context_uuid: str = ""
+    status: str = ""
+    text: Any = None  # grows; progress only
+    final: bool = False
+    events: int = 0
+
+    def update(self, event: JSON) -> None:
+        self.events += 1
+        for attr, key in (
+            ("backend_uuid", "backend_uuid"),
+            ("entry_uuid", "uuid"),
+            ("context_uuid", "context_uuid"),
+            ("frontend_context_uuid", "frontend_context_uuid"),
+            ("status", "status"),
+        ):
+            value = event.get(key)
+            if isinstance(value, str) and value:
+                setattr(self, attr, value)
+        if "text" in event:
+            self.text = event["text"]
+        if event.get("final_sse_message"):
+            self.final = True
+
+    @property
+    def completed(self) -> bool:
+        """The stream ended with a final event and the last status seen is COMPLETED."""
+        return self.final and self.status == "COMPLETED"
+
+
+def ask_events(client: ApiClient, body: JSON, *, timeout: float = C.ASK_TIMEOUT) -> Iterator[JSON]:
+    """Send the ask request and yield its events up to (and including) the final one."""
+    with client.stream("POST", C.ASK_PATH, body=body, timeout=timeout) as chunks:
+        yield from read_until_final(chunks)

@@ -1,0 +1,126 @@
+"""Endpoint constants of Perplexity's private web API (protocol.md §1, §2, Appendix B)."""
+
+from __future__ import annotations
+
+API_VERSION = "2.18"  # pinned: bump together with the parser/renderer
+STD_QUERY: tuple[tuple[str, str], ...] = (("version", API_VERSION), ("source", "default"))
+
+# -- paths ------------------------------------------------------------------------------------
+SESSION_PATH = "/api/auth/session"
+GRAPHQL_PATH = "/rest/perplexity_ask/graphql"  # no query string (as the web app sends it)
+LIST_ASK_THREADS_PATH = "/rest/thread/list_ask_threads"
+THREAD_PATH = "/rest/thread/{uuid}"
+MARK_VIEWED_PATH = "/rest/thread/mark_viewed"
+GET_COLLECTION_PATH = "/rest/collections/get_collection"
+LIST_COLLECTION_THREADS_PATH = "/rest/collections/list_collection_threads"
+LIST_USER_COLLECTIONS_PATH = "/rest/collections/list_user_collections"
+CREATE_COLLECTION_PATH = "/rest/collections/create_collection"
+BATCH_MOVE_THREADS_PATH = "/rest/collections/batch_move_threads"
+ASSET_DATA_PATH = "/rest/assets/{uuid}/data"
+MODELS_CONFIG_PATH = "/rest/models/config/v2"
+THREAD_USAGE_PATH = "/rest/billing/credits/thread-usage"
+ASK_PATH = "/rest/sse/perplexity_ask"
+
+# -- GraphQL persisted queries (APQ) ----------------------------------------------------------
+GQL_FIRST_PAGE_OP = "LibraryThreadsRelayQuery"
+GQL_FIRST_PAGE_HASH = "a5229c390a6a00f81764187a21885cff655670029355c663fe393cc6e98f9ebe"
+GQL_NEXT_PAGE_OP = "LibraryRecentThreadsPaginationQuery"
+GQL_NEXT_PAGE_HASH = "4f6dfcb8e9d3c065aca20ca1e82ca7fe464aaffc1faefade295bb7e333199629"
+GQL_BASE_VARIABLES: dict[str, object] = {
+    "includeSearchPreview": False,
+    "searchTerm": None,
+    "sortOrder": "NEWEST",
+    "statuses": None,
+    "threadTypes": None,
+    "sources": None,
+    "includeTemporary": None,
+}
+
+# -- page sizes and limits --------------------------------------------------------------------
+LIBRARY_PAGE_SIZE = 25  # GraphQL `count` and the REST fallback `limit`; no page cap (loop guard)
+COLLECTION_PAGE_SIZE = 20  # server-side; offset paging
+PLAIN_MAX_PAGES = 20
+SCHEMATIZED_MAX_PAGES = 10
+SCHEMATIZED_LIMIT = 100
+
+# -- timeouts (seconds) -----------------------------------------------------------------------
+SESSION_TIMEOUT = 20.0
+META_TIMEOUT = 30.0
+ASK_TIMEOUT = 600.0
+
+# -- pacing: multiples of [network] min_interval (3 s by default) ------------------------------
+BLOCKS_PACE_SCALE = 4.0 / 3.0  # 4 s before the schematized fetch
+
+# Repeated `supported_block_use_cases` of the schematized thread call, in this order.
+SCHEMATIZED_BLOCK_USE_CASES: tuple[str, ...] = (
+    "workflow_steps",
+    "unified_assets",
+    "asset_diff_assets",
+    "write_delta",
+    "bash_delta",
+    "run_subagent_delta",
+    "background_agents",
+    "markdown",
+)
+
+# The ask call's superset, in order (protocol §2.12).
+ASK_BLOCK_USE_CASES: tuple[str, ...] = (
+    "answer_modes",
+    "media_items",
+    "knowledge_cards",
+    "inline_entity_cards",
+    "place_widgets",
+    "finance_widgets",
+    "sports_widgets",
+    "news_widgets",
+    "shopping_widgets",
+    "jobs_widgets",
+    "search_result_widgets",
+    "inline_images",
+    "inline_assets",
+    "placeholder_cards",
+    "diff_blocks",
+    "inline_knowledge_cards",
+    "entity_group_v2",
+    "refinement_filters",
+    "canvas_mode",
+    "maps_preview",
+    "answer_tabs",
+    "price_comparison_widgets",
+    "preserve_latex",
+    "generic_onboarding_widgets",
+    "in_context_suggestions",
+    "pending_followups",
+    "inline_claims",
+    "unified_assets",
+    "workflow_steps",
+    "workflow_widgets",
+    "navigation_results",
+    "background_agents",
+)
+
+# Asset file-object keys of `/rest/assets/<uuid>/data` (protocol §2.7), in extraction order.
+ASSET_FILE_KEYS: tuple[str, ...] = (
+    "doc_file",
+    "slide_file",
+    "research_report",
+    "pdf_file",
+    "docx_file",
+    "code_file",
+    "xlsx_file",
+    "audio_file",
+    "chart",
+    "quiz",
+    "model_3d",
+    "app",
+)
+
+# model_preference per CLI mode for the ask call; council also sends 2-3 compare models.
+ASK_MODEL_PREFERENCE = {
+    "search": "pplx_pro",
+    "deep-research": "pplx_alpha",
+    "council": "pplx_agentic_research",
+    "study": "pplx_study",
+}
+COUNCIL_MODELS_MIN = 2
+COUNCIL_MODELS_MAX = 3

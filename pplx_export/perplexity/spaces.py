@@ -1,0 +1,94 @@
+"""Spaces (collections): metadata, thread lists, the user's spaces, create, move (§2.6)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pplx_export.errors import SchemaError
+from pplx_export.net.client import ApiClient
+from pplx_export.parse.lenient import as_list, as_str, dicts
+from pplx_export.perplexity import constants as C
+
+log = logging.getLogger("pplx_export.perplexity")
+
+JSON = dict[str, Any]
+
+
+def get_collection(client: ApiClient, slug: str) -> JSON:
+    """Space metadata. No view access -> PermissionDenied (a 200 `status: failed` body)."""
+    data = client.get(
+        C.GET_COLLECTION_PATH,
+        params=[("collection_slug", slug), *C.STD_QUERY],
+        timeout=C.META_TIMEOUT,
+    )
+    if not isinstance(data, dict):
+        raise SchemaError("space metadata is not an object", path=f"collection {slug}")
+    return data
+
+
+def _items(data: Any, *keys: str) -> list[JSON]:
+    if isinstance(data, dict):
+        for key in keys:
+            if isinstance(data.get(key), list):
+                return dicts(data[key])
+        return []
+    return dicts(as_list(data))
+
+
+def iter_collection_threads(client: ApiClient, slug: str) -> Iterator[JSON]:
+    """Every thread item of a space, offset-paged while `items[0].has_next_page`."""
+    offset = 0
+    seen_pages: set[tuple[str, ...]] = set()
+    while True:
+        data = client.get(
+            C.LIST_COLLECTION_THREADS_PATH,
+            params=[("collection_slug", slug), ("offset", str(offset)), *C.STD_QUERY],
+            timeout=C.META_TIMEOUT,
+        )
+        items = _items(data, "threads")
+        if not items:
+            return
+        page_key = tuple(as_str(i.get("uuid")) for i in items)
+        if page_key in seen_pages:
+            log.warning("space %s listing repeated a page; stopping (loop guard)", slug)
+            return
+        seen_pages.add(page_key)
+        yield from items
+        if not items[0].get("has_next_page"):
+            return
+        offset += len(items)
+
+
+def list_user_collections(client: ApiClient) -> list[JSON]:
+    data = client.get(C.LIST_USER_COLLECTIONS_PATH, params=C.STD_QUERY, timeout=C.META_TIMEOUT)
+    return _items(data, "collections", "items")
+
+
+def create_collection(
+    client: ApiClient, title: str, *, description: str = "", emoji: str = "1f4c1"
+) -> JSON:
+    body = {
+        "title": title,
+        "description": description,
+        "emoji": emoji,
+        "appearance": None,
+        "instructions": "",
+        "access": 1,
+    }
+    # Not retried: a retry after a lost answer could create a second space.
+    data = client.post(
+        C.CREATE_COLLECTION_PATH, body, params=C.STD_QUERY, timeout=C.META_TIMEOUT, retry=False
+    )
+    if not isinstance(data, dict):
+        raise SchemaError("create_collection answer is not an object", path=title)
+    return data
+
+
+def batch_move_threads(
+    client: ApiClient, context_uuids: Sequence[str], collection_uuid: str
+) -> Any:
+    """Move threads (by **context** UUID, never the entry/web UUID) into a space."""
+    body = {"context_uuids": list(context_uuids), "new_collection_uuid": collection_uuid}
+    return client.post(C.BATCH_MOVE_THREADS_PATH, body, params=C.STD_QUERY, timeout=C.META_TIMEOUT)

@@ -1,0 +1,326 @@
+"""ApiClient: retries, backoff, Retry-After, pacing, counting, headers. No real sleeping."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from email.utils import format_datetime
+
+import httpx
+import pytest
+
+from pplx_export.config import NetworkSettings
+from pplx_export.errors import (
+    AuthError,
+    NotFound,
+    RateLimited,
+    ServerError,
+    TransportError,
+)
+from pplx_export.net.client import ClientSettings, build_query, endpoint_key, safe_url
+from pplx_export.net.pacing import NetRuntime, parse_ratelimit_reset, parse_retry_after
+from tests.net_fakes import FakeClock, FixedRandom, MidRandom, make_client, make_runtime, router
+
+PATH = "/rest/thread/abc"
+
+
+def test_success_returns_json_and_resets_failures() -> None:
+    r = router()
+    r.get(PATH).mock(side_effect=[httpx.Response(503), httpx.Response(200, json={"ok": 1})])
+    rt = make_runtime()
+    client = make_client(r, runtime=rt)
+    assert client.get(PATH) == {"ok": 1}
+    assert rt.consecutive_failures == 0
+
+
+def test_backoff_sequence_is_exponential_capped_and_no_sleep_after_last() -> None:
+    r = router()
+    r.get(PATH).mock(return_value=httpx.Response(502))
+    clock = FakeClock()
+    rt = make_runtime(clock=clock)
+    client = make_client(r, runtime=rt, max_attempts=5, backoff_cap=300.0, backoff_base=20.0)
+    with pytest.raises(ServerError) as info:
+        client.get(PATH)
+    # 5 attempts -> 4 waits: 20, 60, 180, then 540 capped at 300 (midpoint jitter = 1.0).
+    # Each wait is sliced into <=10 s heartbeats; group them back per wait.
+    assert clock.slept == pytest.approx(20 + 60 + 180 + 300)
+    assert r.routes[0].call_count == 5
+    assert info.value.endpoint == f"GET {PATH}"
+    assert info.value.status == 502
+
+
+def test_backoff_jitter_bounds() -> None:
+    rt_low = NetRuntime(min_interval=0, clock=FakeClock(), rng=FixedRandom(0.0))
+    rt_high = NetRuntime(min_interval=0, clock=FakeClock(), rng=FixedRandom(1.0))
+    assert rt_low.backoff_delay(1, 300) == pytest.approx(16.0)
+    assert rt_high.backoff_delay(1, 300) == pytest.approx(24.0)
+    assert rt_high.backoff_delay(2, 300) == pytest.approx(72.0)
+    # exponent stops growing at 8 and the cap always wins
+    assert rt_low.backoff_delay(50, 1e9) == pytest.approx(20 * 3**8 * 0.8)
+    assert rt_high.backoff_delay(4, 100) == 100
+
+
+def test_zero_cap_means_no_sleep() -> None:
+    r = router()
+    r.get(PATH).mock(side_effect=[httpx.Response(500), httpx.Response(200, json=[])])
+    clock = FakeClock()
+    client = make_client(r, runtime=make_runtime(clock=clock), backoff_cap=0.0)
+    assert client.get(PATH) == []
+    assert clock.slept == 0
+
+
+def test_single_attempt_never_sleeps() -> None:
+    r = router()
+    r.get(PATH).mock(return_value=httpx.Response(429, headers={"Retry-After": "30"}))
+    clock = FakeClock()
+    client = make_client(r, runtime=make_runtime(clock=clock), max_attempts=1)
+    with pytest.raises(RateLimited):
+        client.get(PATH)
+    assert clock.sleeps == []
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"Retry-After": "7"}, 7.0),
+        ({"Retry-After": "2.5"}, 2.5),
+        ({"RateLimit-Reset": "12"}, 12.0),
+        ({"Retry-After": "9999"}, 300.0),  # capped by backoff_cap
+    ],
+)
+def test_retry_after_forms(headers: dict[str, str], expected: float) -> None:
+    r = router()
+    r.get(PATH).mock(
+        side_effect=[httpx.Response(429, headers=headers), httpx.Response(200, json={})]
+    )
+    clock = FakeClock()
+    client = make_client(r, runtime=make_runtime(clock=clock))
+    client.get(PATH)
+    assert clock.slept == pytest.approx(expected)
+
+
+def test_retry_after_http_date() -> None:
+    clock = FakeClock()
+    when = datetime.fromtimestamp(clock.now + 45, tz=UTC)
+    r = router()
+    r.get(PATH).mock(
+        side_effect=[
+            httpx.Response(429, headers={"Retry-After": format_datetime(when, usegmt=True)}),
+            httpx.Response(200, json={}),
+        ]
+    )
+    client = make_client(r, runtime=make_runtime(clock=clock))
+    client.get(PATH)
+    assert clock.slept == pytest.approx(45, abs=1)
+
+
+def test_parse_retry_after_and_reset_edge_cases() -> None:
+    assert parse_retry_after(None, 0) is None
+    assert parse_retry_after("soon", 0) is None
+    assert parse_retry_after("-5", 0) == 0
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", 2e9) == 0  # in the past
+    assert parse_ratelimit_reset("1800000030", 1_800_000_000) == pytest.approx(30)
+    assert parse_ratelimit_reset("x", 0) is None
+
+
+def test_rate_limited_after_all_attempts() -> None:
+    r = router()
+    r.get(PATH).mock(return_value=httpx.Response(429))
+    clock = FakeClock()
+    client = make_client(r, runtime=make_runtime(clock=clock), max_attempts=3, backoff_base=1.0)
+    with pytest.raises(RateLimited):
+        client.get(PATH)
+    assert r.routes[0].call_count == 3
+    assert clock.slept == pytest.approx(1 + 3)
+
+
+def test_network_errors_retry_then_transport_error() -> None:
+    r = router()
+    r.get(PATH).mock(side_effect=httpx.ConnectError("connection refused"))
+    client = make_client(r, max_attempts=2, backoff_cap=0)
+    with pytest.raises(TransportError) as info:
+        client.get(PATH)
+    assert "ConnectError" in info.value.reason
+    assert r.routes[0].call_count == 2
+
+
+def test_html_200_is_retried_as_transport_error() -> None:
+    r = router()
+    html = httpx.Response(200, text="<html><body>Just a moment...</body></html>")
+    r.get(PATH).mock(side_effect=[html, httpx.Response(200, json={"entries": []})])
+    client = make_client(r, backoff_cap=0)
+    assert client.get(PATH) == {"entries": []}
+    assert r.routes[0].call_count == 2
+
+
+@pytest.mark.parametrize(("status", "exc"), [(401, AuthError), (404, NotFound)])
+def test_not_retried(status: int, exc: type[Exception]) -> None:
+    r = router()
+    r.get(PATH).mock(return_value=httpx.Response(status, json={}))
+    clock = FakeClock()
+    client = make_client(r, runtime=make_runtime(clock=clock))
+    with pytest.raises(exc):
+        client.get(PATH)
+    assert r.routes[0].call_count == 1
+    assert clock.sleeps == []
+
+
+def test_heartbeat_during_long_wait(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="pplx_export")
+    r = router()
+    r.get(PATH).mock(
+        side_effect=[
+            httpx.Response(429, headers={"Retry-After": "35"}),
+            httpx.Response(200, json={}),
+        ]
+    )
+    clock = FakeClock()
+    client = make_client(r, runtime=make_runtime(clock=clock))
+    client.get(PATH)
+    assert clock.sleeps == [10, 10, 10, 5]
+    beats = [rec.getMessage() for rec in caplog.records if "still waiting" in rec.getMessage()]
+    assert len(beats) == 3
+    assert "25 s" in beats[0]
+
+
+def test_pacer_spaces_requests_with_jitter() -> None:
+    r = router()
+    r.get(PATH).mock(return_value=httpx.Response(200, json={}))
+    clock = FakeClock()
+    rt = NetRuntime(min_interval=3.0, clock=clock, rng=FixedRandom(1.0))
+    client = make_client(r, runtime=rt)
+    client.get(PATH)
+    assert clock.sleeps == []  # the first request does not wait
+    client.get(PATH)
+    client.get(PATH, pace_scale=4 / 3)
+    assert clock.sleeps == pytest.approx([3.75, 5.0])  # 3 * 1.25, then 4 * 1.25
+
+
+def test_pacer_counts_elapsed_time_and_low_jitter() -> None:
+    clock = FakeClock()
+    rt = NetRuntime(min_interval=4.0, clock=clock, rng=FixedRandom(0.0))
+    rt.pacer.wait()
+    clock.now += 1.0  # work between requests counts toward the gap
+    assert rt.pacer.wait() == pytest.approx(2.0)  # 4 * 0.75 - 1
+
+
+def test_pacer_zero_interval_never_sleeps() -> None:
+    clock = FakeClock()
+    rt = NetRuntime(min_interval=0.0, clock=clock, rng=MidRandom())
+    for _ in range(5):
+        rt.pacer.wait()
+    assert clock.sleeps == []
+
+
+def test_one_pacer_shared_by_two_clients() -> None:
+    r = router()
+    r.get(PATH).mock(return_value=httpx.Response(200, json={}))
+    clock = FakeClock()
+    rt = NetRuntime(min_interval=3.0, clock=clock, rng=MidRandom())
+    a = make_client(r, runtime=rt)
+    b = make_client(r, runtime=rt)
+    a.get(PATH)
+    b.get(PATH)
+    assert clock.sleeps == [3.0]
+    assert rt.stats.total == 2
+
+
+def test_downloads_bypass_the_pacer(tmp_path: object) -> None:
+    from pathlib import Path
+
+    dest = Path(str(tmp_path))
+    r = router()
+    r.get(PATH).mock(return_value=httpx.Response(200, json={}))
+    r.get("https://cdn.example.net/f.bin").mock(return_value=httpx.Response(200, content=b"x"))
+    clock = FakeClock()
+    rt = NetRuntime(min_interval=3.0, clock=clock, rng=MidRandom())
+    client = make_client(r, runtime=rt)
+    client.get(PATH)
+    client.download("https://cdn.example.net/f.bin?Signature=s", dest)
+    client.download("https://cdn.example.net/f.bin?Signature=s", dest)
+    assert clock.sleeps == []
+
+
+def test_request_counts_per_endpoint() -> None:
+    r = router()
+    r.get(url__regex=r"/rest/thread/.*").mock(
+        side_effect=[
+            httpx.Response(500),
+            httpx.Response(200, json={}),
+            httpx.Response(200, json={}),
+        ]
+    )
+    rt = make_runtime()
+    client = make_client(r, runtime=rt, backoff_cap=0)
+    client.get("/rest/thread/0a1b2c3d-0000-4000-8000-00000000abcd")
+    client.get("/rest/thread/0a1b2c3d-0000-4000-8000-00000000ffff")
+    assert rt.stats.total == 3  # the retried attempt counts: it was a request
+    assert rt.stats.snapshot() == {"GET /rest/thread/{id}": 3}
+
+
+def test_headers_cookie_and_query_encoding() -> None:
+    r = router()
+    route = r.get(PATH).mock(return_value=httpx.Response(200, json={}))
+    client = make_client(
+        r,
+        cookies={"a": "1", "__Secure-next-auth.session-token": "tok"},
+        headers={"User-Agent": "UA/1"},
+    )
+    client.get(PATH, params=[("version", "2.18"), ("cursor", "a/b+c= d")])
+    request = route.calls.last.request
+    assert request.headers["Cookie"] == "a=1; __Secure-next-auth.session-token=tok"
+    assert request.headers["User-Agent"] == "UA/1"
+    assert request.url.query == b"version=2.18&cursor=a%2Fb%2Bc%3D%20d"
+
+
+def test_set_cookie_rolls_forward() -> None:
+    r = router()
+    r.get(PATH).mock(
+        return_value=httpx.Response(
+            200, json={}, headers={"Set-Cookie": "__Secure-next-auth.session-token=new; Path=/"}
+        )
+    )
+    cookies = {"__Secure-next-auth.session-token": "old"}
+    client = make_client(r, cookies=cookies)
+    client.get(PATH)
+    assert cookies["__Secure-next-auth.session-token"] == "new"
+
+
+def test_settings_from_network_config() -> None:
+    net = NetworkSettings(min_interval=0, max_retries=0, backoff_cap=7, timeout=33)
+    s = ClientSettings.from_network(net, base_url="http://127.0.0.1:9/", headers={"X": "1"})
+    assert s.base_url == "http://127.0.0.1:9"
+    assert s.max_attempts == 1  # at least one attempt
+    assert s.backoff_cap == 7 and s.timeout == 33
+
+
+def test_base_url_override_routes_to_other_host() -> None:
+    r = router()
+    route = r.get("http://127.0.0.1:8765/api/auth/session").mock(
+        return_value=httpx.Response(200, json={"user": {}})
+    )
+    client = make_client(r, base_url="http://127.0.0.1:8765")
+    assert client.get("/api/auth/session") == {"user": {}}
+    assert route.called
+
+
+def test_helpers() -> None:
+    assert (
+        safe_url("https://u:p@cdn.example.net/a/b.pdf?Signature=x&Key=y")
+        == "cdn.example.net/a/b.pdf"
+    )
+    assert build_query([("a b", "c/d")]) == "a%20b=c%2Fd"
+    assert build_query(None) == ""
+    assert endpoint_key("GET", "/rest/assets/9f0e1d2c3b4a59687f6e5d4c/data") == (
+        "GET /rest/assets/{id}/data"
+    )
+    assert (
+        endpoint_key("POST", "/rest/perplexity_ask/graphql") == "POST /rest/perplexity_ask/graphql"
+    )
+
+
+def test_endpoint_key_collapses_handles_but_not_names() -> None:
+    assert endpoint_key("GET", "/rest/assets/toolu_emuNotes01/data") == "GET /rest/assets/{id}/data"
+    assert endpoint_key("GET", "/rest/collections/list_collection_threads") == (
+        "GET /rest/collections/list_collection_threads"
+    )
