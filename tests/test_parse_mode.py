@@ -125,3 +125,11 @@ def test_aggregate_search_mode_returns_raw_value() -> None:
 )
 def test_row_matches_mode(row: dict[str, Any], mode: str, expected: bool) -> None:
     assert row_matches_mode(row, mode) is expected
+
+
+def test_plain_mode() -> None:
+    from pplx_export.parse import plain_mode
+
+    assert plain_mode({"entries": [e("STUDY")]}) == ("study", [])
+    assert plain_mode({"thread_metadata": {"mode": "4"}, "entries": []}) == ("computer", [])
+    assert plain_mode([]) == ("search", [])  # type: ignore[arg-type]

@@ -163,7 +163,7 @@ def _attach_workflow(conv: Conversation, plain: dict[str, Any], blocks: dict[str
     conv.sub_agents = build_sub_map(
         main, background, dicts(plain.get("background_entries")), dicts(plain.get("entries"))
     )
-    result = attribute(conv.turns, main, background)
+    result = attribute(conv.turns, main, background, dicts(plain.get("entries")))
     for turn in conv.turns:
         turn.is_stub = turn.index in result.stub_turns
         turn.stub_wfs = result.stub_wfs.get(turn.index, [])
