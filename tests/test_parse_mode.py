@@ -120,6 +120,7 @@ def test_aggregate_search_mode_returns_raw_value() -> None:
         ({"mode": "SEARCH"}, "computer", False),
         ({"mode": "SEARCH", "displayModel": "pplx_alpha"}, "search", True),  # broad
         ({"mode": "LABS"}, "labs", True),
+        ({"search_mode": "ASI"}, " Computer ", True),
         ({"search_mode": "unknown", "mode": "COMPUTER"}, "computer", True),
     ],
 )

@@ -128,6 +128,7 @@ _DISPLAY_MODEL_HEURISTIC = {
 def row_matches_mode(row: dict[str, Any], mode: str) -> bool:
     """§4.4 `batch --mode` filter on an index row."""
     row = as_dict(row)
+    mode = mode.strip().lower()
     known = SEARCH_MODE_MAP.get(as_str(row.get("search_mode")).upper())
     if known is not None:
         return known == mode
