@@ -263,3 +263,22 @@ def test_resolve_ext(dest: str, url: str, head: bytes, kind: str, ext: str) -> N
 )
 def test_final_asset_name(dest: str, ext: str, name: str) -> None:
     assert final_asset_name(dest, ext) == name
+
+
+def test_the_same_asset_listed_twice_is_one_version() -> None:
+    asset = {
+        "uuid": "same",
+        "asset_type": "PDF_FILE",
+        "pdf_file": {"filename": "a.pdf", "url": "u"},
+    }
+    twice = entries(
+        asset,
+        dict(asset),
+        {"uuid": "", "asset_type": "PDF_FILE", "pdf_file": {"filename": "a.pdf", "url": "v"}},
+    )
+    assets = collect_assets(twice + twice)
+    assert [(a.uuid, a.version, a.n_versions) for a in assets] == [
+        ("same", "v1", 3),
+        ("", "v2", 3),
+        ("", "v3", 3),
+    ]

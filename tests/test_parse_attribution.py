@@ -272,3 +272,12 @@ def test_every_top_level_background_payload_lands_in_exactly_one_place(
             assert places == 1, payload
     assert len(conv.interruptions) >= len(conv.appendix)
     assert json.dumps(blocks, sort_keys=True) == snapshot  # the parser never mutates its input
+
+
+def test_plain_trigger_stands_in_when_the_schematized_entry_has_none() -> None:
+    plain, blocks = thread([("s", us(T0), True)], {}, [wf_entry("b", [wp("x", T0.isoformat())])])
+    del blocks["entries"][0]["trigger"]
+    conv = parse_thread(plain, blocks, {"mode": "ASI"})
+    assert conv.turns[0].is_stub and [p["id"] for p in conv.turns[0].stub_wfs] == ["x"]
+    plain["entries"][0]["trigger"] = None
+    assert parse_thread(plain, blocks, {"mode": "ASI"}).turns[0].is_stub is False

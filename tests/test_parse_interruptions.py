@@ -144,3 +144,19 @@ def test_variant_record_fields() -> None:
         "latency_us": 5,
         "entry_updated": "2035-01-01T00:00:00",
     }
+
+
+def test_variant_log_line() -> None:
+    from pplx_export.parse.variants import variant_log_line
+
+    record = {
+        "entry_uuid": "e1",
+        "sibling_uuid": "s1",
+        "selection_status": "",
+        "experiment_role": "r",
+    }
+    line = variant_log_line("abcdef012345", 'A "quoted" title', record, "see docs")
+    assert line == (
+        'ANSWER_VARIANT_DETECTED thread=abcdef012345 uuid8=abcdef01 title="A \\"quoted\\" title" '
+        "entry=e1 sibling=s1 selection_status=UNSPECIFIED experiment_role=r | see docs"
+    )

@@ -120,8 +120,17 @@ def test_aggregate_search_mode_returns_raw_value() -> None:
         ({"mode": "SEARCH"}, "computer", False),
         ({"mode": "SEARCH", "displayModel": "pplx_alpha"}, "search", True),  # broad
         ({"mode": "LABS"}, "labs", True),
+        ({"search_mode": "ASI"}, " Computer ", True),
         ({"search_mode": "unknown", "mode": "COMPUTER"}, "computer", True),
     ],
 )
 def test_row_matches_mode(row: dict[str, Any], mode: str, expected: bool) -> None:
     assert row_matches_mode(row, mode) is expected
+
+
+def test_plain_mode() -> None:
+    from pplx_export.parse import plain_mode
+
+    assert plain_mode({"entries": [e("STUDY")]}) == ("study", [])
+    assert plain_mode({"thread_metadata": {"mode": "4"}, "entries": []}) == ("computer", [])
+    assert plain_mode([]) == ("search", [])  # type: ignore[arg-type]

@@ -167,3 +167,9 @@ def test_computer_without_blocks_warns_about_background_entries() -> None:
     conv = parse_thread(p)
     assert conv.mode == "computer"
     assert any("background entries" in w for w in conv.warnings)
+
+
+def test_schema_error_names_the_row_thread_when_no_uuid_argument() -> None:
+    with pytest.raises(SchemaError) as err:
+        parse_thread({"entries": None}, None, {"entryUUID": "from-row"})
+    assert err.value.thread == "from-row" and err.value.path == "$.entries"

@@ -100,7 +100,17 @@ def candidate_assets(entries: list[Any]) -> list[dict[str, Any]]:
             plan = as_dict(block.get("plan_block"))
             for step in dicts(plan.get("steps")):
                 out.extend(dicts(step.get("assets")))
-    return out
+    # Not in §5.9: the same asset listed by two blocks would otherwise become two
+    # "versions" of itself (and two downloads); the first listing of a uuid wins.
+    seen: set[str] = set()
+    unique = []
+    for asset in out:
+        uuid = as_str(asset.get("uuid"))
+        if uuid and uuid in seen:
+            continue
+        seen.add(uuid)
+        unique.append(asset)
+    return unique
 
 
 def file_object(asset: dict[str, Any]) -> dict[str, Any]:

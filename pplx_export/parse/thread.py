@@ -134,7 +134,7 @@ def _turn_sub_agents(turn: Turn, sub_map: dict[str, SubAgent]) -> list[SubAgent]
         if anchor_payload(step) is None:
             continue
         sub = sub_map.get(step_sid(step))
-        if sub is not None and sub not in out:
+        if sub is not None and all(sub is not seen for seen in out):
             out.append(sub)
     return out
 
@@ -163,7 +163,7 @@ def _attach_workflow(conv: Conversation, plain: dict[str, Any], blocks: dict[str
     conv.sub_agents = build_sub_map(
         main, background, dicts(plain.get("background_entries")), dicts(plain.get("entries"))
     )
-    result = attribute(conv.turns, main, background)
+    result = attribute(conv.turns, main, background, dicts(plain.get("entries")))
     for turn in conv.turns:
         turn.is_stub = turn.index in result.stub_turns
         turn.stub_wfs = result.stub_wfs.get(turn.index, [])
@@ -183,12 +183,13 @@ def parse_thread(
     exported_at: str = "",
 ) -> Conversation:
     """Build the Conversation. Raises SchemaError only when nothing can be parsed at all."""
+    row = index_row if isinstance(index_row, dict) else None
+    name = web_uuid or as_str(as_dict(row).get("entryUUID"))
     if not isinstance(plain, dict):
-        raise SchemaError("plain thread response is not a JSON object", thread=web_uuid, path="$")
+        raise SchemaError("plain thread response is not a JSON object", thread=name, path="$")
     entries = plain.get("entries")
     if not isinstance(entries, list):
-        raise SchemaError("`entries` is not a list", thread=web_uuid, path="$.entries")
-    row = index_row if isinstance(index_row, dict) else None
+        raise SchemaError("`entries` is not a list", thread=name, path="$.entries")
     uuid = _web_uuid(web_uuid, row, entries)
     warnings: list[str] = []
     metadata = plain.get("thread_metadata")
