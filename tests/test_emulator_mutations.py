@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import httpx
+import pytest
 from emulator_support import client, fetch_pages, graphql_all, rest_all, sample_uuid, thread_url
 
 from pplx_export.emulator import SAMPLE_DIR, run_emulator
@@ -67,6 +68,11 @@ def test_mutate_unknown_thread_and_bad_body() -> None:
         url = f"{emu.base_url}/__emulator/mutate"
         assert httpx.post(url, json={"touch": "nope"}).status_code == 404
         assert httpx.post(url, json={"frobnicate": "x"}).status_code == 400
+        with pytest.raises(KeyError):
+            emu.mutate(touch="nope")
+        answer = emu.mutate({"expire": sample_uuid("tides")})
+        assert answer["action"] == "expire"
+        assert emu.mutate(restore=sample_uuid("tides"))["action"] == "restore"
 
 
 def test_library_directory_is_never_written(tmp_path: Path) -> None:

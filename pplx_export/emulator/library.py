@@ -312,6 +312,9 @@ class Library:
                     "trigger": None,
                     "query_source": "followup",
                     "side_by_side_metadata": None,
+                    "locked_reason": None,
+                    "status": "COMPLETED",
+                    "is_background": None,
                 }
             )
             record.plain.setdefault("entries", []).append(template)
@@ -380,6 +383,13 @@ def plain_steps(query: str, answer: str, web_results: list[JSON] | None = None) 
 def schematized_entry(plain_entry: JSON, answer: str) -> JSON:
     """A schematized copy of a plain entry whose only block is the answer's markdown block."""
     entry = {k: v for k, v in plain_entry.items() if k not in ("text", "plan")}
+    for key, us_key in (
+        ("entry_created_datetime", "created_us"),
+        ("entry_updated_datetime", "updated_us"),
+    ):
+        if isinstance(plain_entry.get(us_key), int):
+            when = timeutil.from_us(plain_entry[us_key])
+            entry[key] = when.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
     entry["blocks"] = [
         {
             "intended_usage": "ask_text",

@@ -126,6 +126,9 @@ class EmulatorServer(ThreadingHTTPServer):
 class EmulatorHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "pplx-emulator/1"
+    # Headers and body go out as separate writes; without TCP_NODELAY every keep-alive
+    # response waits ~40 ms for the client's delayed ACK.
+    disable_nagle_algorithm = True
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -322,11 +325,12 @@ class RunningEmulator:
     def reset_stats(self) -> None:
         self.server.stats.reset()
 
-    def mutate(self, **payload: Any) -> JSON:
-        """`mutate(touch=uuid)`, `mutate(delete=uuid)`, `mutate(expire=uuid)`."""
-        status, answer = routes.mutate(self.server, payload)
+    def mutate(self, payload: JSON | None = None, **kwargs: Any) -> JSON:
+        """`mutate(touch=uuid)` or `mutate({"delete": uuid, "listed": True})`, like the
+        control endpoint; an unknown thread or action raises KeyError."""
+        status, answer = routes.mutate(self.server, {**(payload or {}), **kwargs})
         if status != 200:
-            raise KeyError(answer)
+            raise KeyError(answer.get("error_code", "mutate failed"))
         return answer
 
 
