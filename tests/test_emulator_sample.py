@@ -14,6 +14,7 @@ import pytest
 from emulator_support import client, fetch_pages, graphql_all, rest_all, sample_uuid
 
 from pplx_export.emulator import SAMPLE_DIR, Library, run_emulator
+from pplx_export.emulator.assets import first_url, iter_assets
 from pplx_export.emulator.sample_builder import build
 from pplx_export.parse.interruptions import classify
 
@@ -159,6 +160,7 @@ def test_answer_variant_and_study(library: Library) -> None:
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present")
 def test_corpus_archive_is_listed_and_fetchable() -> None:
     expected = {p.parent for p in CORPUS.glob("*/*/*/raw_entries.json")}
+    downloads = 0
     with run_emulator(CORPUS, page_size=3) as emu, client(emu) as http:
         nodes = graphql_all(http, count=5)
         assert len(nodes) == len(expected)
@@ -177,6 +179,14 @@ def test_corpus_archive_is_listed_and_fetchable() -> None:
             )
             schem = fetch_pages(http, node["entryId"], schematized=True)
             assert sum(len(p["entries"]) for p in schem) >= 1
+            for page in schem:
+                for _entry_uuid, asset in iter_assets(page):
+                    url, _name = first_url(asset)
+                    if url:
+                        assert url.startswith(emu.base_url), url
+                        downloads += 1
+                        assert httpx.get(url).status_code == 200
+        assert downloads >= 2  # the corpus has a chart and a cloudfront PDF
 
 
 # -- the command line ------------------------------------------------------------------------

@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", default=DEFAULT_NAME, help="session display name")
     parser.add_argument("--username", default=DEFAULT_USERNAME, help="author of new threads")
     parser.add_argument("--session-token", default=DEFAULT_TOKEN)
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log each request (method, path) to stderr"
+    )
     return parser
 
 
@@ -54,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             name=args.name,
             username=args.username,
             session_token=args.session_token,
+            log_requests=args.verbose,
         )
     except (FaultSpecError, FileNotFoundError) as exc:
         print(f"emulator: {exc}", file=sys.stderr)

@@ -14,6 +14,7 @@ import json
 import random
 import re
 import socket
+import sys
 import threading
 import time
 import uuid as uuidlib
@@ -49,6 +50,7 @@ class EmulatorConfig:
     username: str = DEFAULT_USERNAME
     session_token: str = DEFAULT_TOKEN
     seed: int = 0
+    log_requests: bool = False
 
 
 class Stats:
@@ -113,6 +115,13 @@ class EmulatorServer(ThreadingHTTPServer):
         self._ids = random.Random(f"ids-{config.seed}")
         self._ids_lock = threading.Lock()
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up mid-answer (timeouts, the drop fault, a killed export) is
+        # normal here; anything else keeps the default traceback on stderr.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
     @property
     def base_url(self) -> str:
         host, port = self.server_address[:2]
@@ -138,7 +147,14 @@ class EmulatorHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         # Quiet by default: tests and `demo` must not see a line per request on stderr.
-        return
+        if self.emu.config.log_requests:
+            sys.stderr.write(f"emulator: {format % args}\n")
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        # Path only: query strings may carry signed-URL parameters.
+        if self.emu.config.log_requests:
+            path = urlsplit(self.path).path
+            sys.stderr.write(f"emulator: {self.command} {path} {code}\n")
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -279,6 +295,7 @@ def make_server(
     name: str = DEFAULT_NAME,
     username: str = DEFAULT_USERNAME,
     session_token: str = DEFAULT_TOKEN,
+    log_requests: bool = False,
 ) -> EmulatorServer:
     lib = (
         library
@@ -293,6 +310,7 @@ def make_server(
         username=username,
         session_token=session_token,
         seed=seed,
+        log_requests=log_requests,
     )
     return EmulatorServer((host, port), lib, config, spec)
 
