@@ -20,7 +20,7 @@ import threading
 import uuid as uuidlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,10 @@ class ThreadRecord:
     state: str = OK
     listed: bool = True
     source_dir: str = ""
+
+    @property
+    def updated_at(self) -> datetime:
+        return timeutil.parse_time(self.last_updated) or timeutil.EPOCH
 
     @property
     def entries(self) -> list[JSON]:
@@ -160,7 +164,7 @@ class Library:
         for record in threads:
             known = self.threads.get(record.uuid)
             # The same thread exported twice (date directory changed): the newest copy wins.
-            if known is None or known.last_updated < record.last_updated:
+            if known is None or known.updated_at < record.updated_at:
                 self.threads[record.uuid] = record
         self.spaces: dict[str, SpaceRecord] = {s.uuid: s for s in spaces}
         self.expired_assets: set[str] = {as_str(v) for v in as_list(manifest.get("expired_assets"))}
@@ -249,7 +253,8 @@ class Library:
         needle = search.strip().lower()
         if needle:
             rows = [t for t in rows if needle in t.title.lower() or needle in t.first_query.lower()]
-        rows.sort(key=lambda t: (t.last_updated, t.uuid), reverse=not ascending)
+        # Compare instants, not strings: `…00Z` and `…00.5Z` sort wrongly as text.
+        rows.sort(key=lambda t: (t.updated_at, t.uuid), reverse=not ascending)
         return rows
 
     def by_context(self, context_uuid: str) -> list[ThreadRecord]:
@@ -279,9 +284,8 @@ class Library:
     def next_timestamp(self) -> str:
         """A µs ISO Z value later than every thread's lastUpdated (deterministic, no clock)."""
         with self.lock:
-            newest = max((t.last_updated for t in self.threads.values()), default="")
-        base = timeutil.parse_time(newest) or timeutil.EPOCH
-        return timeutil.format_us(base + timedelta(seconds=1, microseconds=1))
+            newest = max((t.updated_at for t in self.threads.values()), default=timeutil.EPOCH)
+        return timeutil.format_us(newest + timedelta(seconds=1, microseconds=1))
 
     # -- mutations (memory only) ---------------------------------------------------------
 
