@@ -41,6 +41,7 @@ def test_429_carries_retry_after() -> None:
         response = _tides(http)
     assert response.status_code == 429
     assert response.headers["Retry-After"] == "0"
+    assert response.headers["RateLimit-Remaining"] == "0"
 
 
 def test_5xx() -> None:

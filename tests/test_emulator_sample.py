@@ -224,3 +224,14 @@ def test_command_line_rejects_bad_faults() -> None:
     assert result.returncode == 2
     assert "unknown fault" in result.stderr
     assert result.stdout == ""
+
+
+def test_command_line_extra_accounts() -> None:
+    from pplx_export.emulator.__main__ import parse_accounts
+
+    assert parse_accounts(["t1:bob@example.org:Bob", "t2:carol@example.org"]) == {
+        "t1": ("bob@example.org", "Bob"),
+        "t2": ("carol@example.org", "carol"),
+    }
+    with pytest.raises(ValueError):
+        parse_accounts(["no-email"])

@@ -332,3 +332,13 @@ def test_models_usage_and_mark_viewed(http: httpx.Client, emu: RunningEmulator) 
     assert "thread_usage_forbidden" in wrong.text
     viewed = http.post(f"/rest/thread/mark_viewed?{STD}", json={"context_uuids": [ctx]})
     assert viewed.json() == {"status": "success"}
+
+
+def test_extra_accounts_share_the_library() -> None:
+    extra = {"tok-bob": ("bob@example.org", "Bob Example")}
+    with run_emulator(extra_accounts=extra) as emu:
+        bob = httpx.Client(base_url=emu.base_url, cookies={SESSION_COOKIE: "tok-bob"})
+        with bob, client(emu) as alice:
+            assert bob.get("/api/auth/session").json()["user"]["email"] == "bob@example.org"
+            assert alice.get("/api/auth/session").json()["user"]["email"] == DEFAULT_EMAIL
+            assert len(graphql_all(bob)) == len(graphql_all(alice))

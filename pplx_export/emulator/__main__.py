@@ -38,14 +38,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--username", default=DEFAULT_USERNAME, help="author of new threads")
     parser.add_argument("--session-token", default=DEFAULT_TOKEN)
     parser.add_argument(
+        "--extra-account",
+        action="append",
+        default=[],
+        metavar="TOKEN:EMAIL[:NAME]",
+        help="another signed-in account (repeatable); its token opens the same library",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="store_true", help="log each request (method, path) to stderr"
     )
     return parser
 
 
+def parse_accounts(values: list[str]) -> dict[str, tuple[str, str]]:
+    accounts: dict[str, tuple[str, str]] = {}
+    for value in values:
+        token, _, rest = value.partition(":")
+        email, _, name = rest.partition(":")
+        if not token or "@" not in email:
+            raise ValueError(f"--extra-account {value!r}: expected TOKEN:EMAIL[:NAME]")
+        accounts[token] = (email, name or email.split("@", 1)[0])
+    return accounts
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        extra = parse_accounts(args.extra_account)
         server = make_server(
             args.library,
             host=args.host,
@@ -58,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
             username=args.username,
             session_token=args.session_token,
             log_requests=args.verbose,
+            extra_accounts=extra,
         )
-    except (FaultSpecError, FileNotFoundError) as exc:
+    except (FaultSpecError, FileNotFoundError, ValueError) as exc:
         print(f"emulator: {exc}", file=sys.stderr)
         return 2
     # The first stdout line is the contract with whoever started us (tests, `demo`).

@@ -6,6 +6,7 @@ import base64
 import copy
 import hashlib
 import json
+import uuid as uuidlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,7 @@ class Request:
     body: bytes
     handler: EmulatorHandler
     server: EmulatorServer
+    identity: tuple[str, str] = ("", "")  # (email, name) of the session cookie's account
 
     def arg(self, name: str, default: str = "") -> str:
         values = self.query.get(name)
@@ -104,16 +106,19 @@ def route(req: Request) -> None:
 
 
 def session(req: Request) -> None:
-    cfg = req.server.config
+    email, name = req.identity
+    username = email.split("@", 1)[0]
+    if email == req.server.config.email:
+        username = req.server.config.username
     req.handler.send_json(
         200,
         {
             "user": {
-                "name": cfg.name,
-                "email": cfg.email,
+                "name": name,
+                "email": email,
                 "image": None,
-                "id": "00000000-0000-4000-8000-00000000e001",
-                "username": cfg.username,
+                "id": str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"emulator-user:{email}")),
+                "username": username,
             },
             "expires": "2099-01-01T00:00:00.000Z",
         },

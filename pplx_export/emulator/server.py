@@ -20,7 +20,7 @@ import time
 import uuid as uuidlib
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, cast
@@ -51,6 +51,14 @@ class EmulatorConfig:
     session_token: str = DEFAULT_TOKEN
     seed: int = 0
     log_requests: bool = False
+    # More signed-in accounts (token -> (email, name)): every token opens the same library;
+    # the session probe answers the identity of the token sent (multi-account `init`).
+    extra_accounts: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def identity(self, token: str) -> tuple[str, str] | None:
+        if token and token == self.session_token:
+            return self.email, self.name
+        return self.extra_accounts.get(token) if token else None
 
 
 class Stats:
@@ -216,11 +224,18 @@ class EmulatorHandler(BaseHTTPRequestHandler):
         self.emu.stats.count(method, path, thread_id)
         if not self._apply_faults(path):
             return
-        if self._cookie(SESSION_COOKIE) != self.emu.config.session_token:
+        identity = self.emu.config.identity(self._cookie(SESSION_COOKIE))
+        if identity is None:
             self.send_json(401, {"error_code": "UNAUTHORIZED", "message": "Not signed in"})
             return
         ctx = routes.Request(
-            method=method, path=path, query=query, body=body, handler=self, server=self.emu
+            method=method,
+            path=path,
+            query=query,
+            body=body,
+            handler=self,
+            server=self.emu,
+            identity=identity,
         )
         routes.route(ctx)
 
@@ -239,7 +254,12 @@ class EmulatorHandler(BaseHTTPRequestHandler):
             self.send_json(
                 429,
                 {"error_code": "RATE_LIMITED", "message": "Too many requests"},
-                {"Retry-After": spec.retry_after},
+                {
+                    "Retry-After": spec.retry_after,
+                    "RateLimit-Limit": "60",
+                    "RateLimit-Remaining": "0",
+                    "RateLimit-Reset": spec.retry_after,
+                },
             )
             return False
         if decision.kind == "5xx":
@@ -296,6 +316,7 @@ def make_server(
     username: str = DEFAULT_USERNAME,
     session_token: str = DEFAULT_TOKEN,
     log_requests: bool = False,
+    extra_accounts: dict[str, tuple[str, str]] | None = None,
 ) -> EmulatorServer:
     lib = (
         library
@@ -311,6 +332,7 @@ def make_server(
         session_token=session_token,
         seed=seed,
         log_requests=log_requests,
+        extra_accounts=dict(extra_accounts or {}),
     )
     return EmulatorServer((host, port), lib, config, spec)
 
@@ -363,6 +385,7 @@ def run_emulator(
     name: str = DEFAULT_NAME,
     username: str = DEFAULT_USERNAME,
     session_token: str = DEFAULT_TOKEN,
+    extra_accounts: dict[str, tuple[str, str]] | None = None,
 ) -> Iterator[RunningEmulator]:
     """Serve on 127.0.0.1:<free port> in a background thread for the duration of the block."""
     server = make_server(
@@ -374,6 +397,7 @@ def run_emulator(
         name=name,
         username=username,
         session_token=session_token,
+        extra_accounts=extra_accounts,
     )
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
