@@ -154,6 +154,11 @@ def start_ask(library: Library, body: JSON, new_id: Callable[[], str], username:
             if parent.state != "ok":
                 code = "ENTRY_DELETED" if parent.state == "deleted" else "ENTRY_EXPIRED"
                 raise AskError(400, code, f"This entry has {parent.state}")
+            # A token is optional here, but a wrong one is a client bug worth surfacing.
+            token = as_str(params.get("read_write_token"))
+            tokens = {as_str(e.get("read_write_token")) for e in parent.entries}
+            if token and token not in tokens:
+                raise AskError(403, "INVALID_READ_WRITE_TOKEN", "read_write_token does not match")
             mode = parent.mode
             _, search_mode = mode_for(model)
         else:
