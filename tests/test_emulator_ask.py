@@ -105,12 +105,12 @@ def test_follow_up_appends_a_turn(emu_fresh: RunningEmulator) -> None:
 
 def test_follow_up_on_sample_thread_and_unknown_parent(emu_fresh: RunningEmulator) -> None:
     with client(emu_fresh) as http:
-        tides = fetch_pages(http, emu_fresh.library.listing()[0].uuid)[0]["entries"][-1]
-        ask(http, "One more thing", last_backend_uuid=tides["backend_uuid"])
-        wrong = {"last_backend_uuid": tides["backend_uuid"], "read_write_token": "nope"}
+        newest = fetch_pages(http, emu_fresh.library.listing()[0].uuid)[0]["entries"][-1]
+        ask(http, "One more thing", last_backend_uuid=newest["backend_uuid"])
+        wrong = {"last_backend_uuid": newest["backend_uuid"], "read_write_token": "nope"}
         response = http.post("/rest/sse/perplexity_ask", json={"query_str": "x", "params": wrong})
         assert response.status_code == 403
-        right = {**wrong, "read_write_token": tides["read_write_token"]}
+        right = {**wrong, "read_write_token": newest["read_write_token"]}
         assert ask(http, "With the token", **right)[-1]["status"] == "COMPLETED"
         body = {"query_str": "x", "params": {"last_backend_uuid": "no-such-backend"}}
         assert http.post("/rest/sse/perplexity_ask", json=body).status_code == 404
