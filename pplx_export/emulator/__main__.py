@@ -1,0 +1,97 @@
+"""`python -m pplx_export.emulator [--library DIR] [--port 0] …`: print the base URL, then serve."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pplx_export.emulator.faults import FaultSpecError
+from pplx_export.emulator.server import (
+    DEFAULT_EMAIL,
+    DEFAULT_NAME,
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_TOKEN,
+    DEFAULT_USERNAME,
+    make_server,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pplx_export.emulator",
+        description="Serve an archive directory (default: the bundled sample) as a loopback "
+        "stand-in for Perplexity's web API.",
+    )
+    parser.add_argument("--library", type=Path, default=None, help="archive directory to serve")
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument(
+        "--page-size", type=int, default=DEFAULT_PAGE_SIZE, help="entries per thread page"
+    )
+    parser.add_argument(
+        "--faults", default="", help='e.g. "latency=20ms,429=0.1,500=0.05,drop=0.02"'
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the fault and id streams")
+    parser.add_argument("--email", default=DEFAULT_EMAIL)
+    parser.add_argument("--name", default=DEFAULT_NAME, help="session display name")
+    parser.add_argument("--username", default=DEFAULT_USERNAME, help="author of new threads")
+    parser.add_argument("--session-token", default=DEFAULT_TOKEN)
+    parser.add_argument(
+        "--extra-account",
+        action="append",
+        default=[],
+        metavar="TOKEN:EMAIL[:NAME]",
+        help="another signed-in account (repeatable); its token opens the same library",
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log each request (method, path) to stderr"
+    )
+    return parser
+
+
+def parse_accounts(values: list[str]) -> dict[str, tuple[str, str]]:
+    accounts: dict[str, tuple[str, str]] = {}
+    for value in values:
+        token, _, rest = value.partition(":")
+        email, _, name = rest.partition(":")
+        if not token or "@" not in email:
+            raise ValueError(f"--extra-account {value!r}: expected TOKEN:EMAIL[:NAME]")
+        accounts[token] = (email, name or email.split("@", 1)[0])
+    return accounts
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        extra = parse_accounts(args.extra_account)
+        server = make_server(
+            args.library,
+            host=args.host,
+            port=args.port,
+            page_size=args.page_size,
+            faults=args.faults,
+            seed=args.seed,
+            email=args.email,
+            name=args.name,
+            username=args.username,
+            session_token=args.session_token,
+            log_requests=args.verbose,
+            extra_accounts=extra,
+        )
+    except (FaultSpecError, FileNotFoundError, ValueError) as exc:
+        print(f"emulator: {exc}", file=sys.stderr)
+        return 2
+    # The first stdout line is the contract with whoever started us (tests, `demo`).
+    print(server.base_url, flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

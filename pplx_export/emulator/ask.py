@@ -1,0 +1,276 @@
+"""`POST /rest/sse/perplexity_ask`: create a thread (or a follow-up turn) in memory, then stream.
+
+The mode comes from `params.model_preference` exactly as protocol §2.12 describes; the new
+thread is stored before the first event is sent, so a GET right after the final event finds
+it (the real platform may answer 404 for a moment; the emulator does not imitate that).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pplx_export.emulator import timeutil
+from pplx_export.emulator.library import (
+    Library,
+    ThreadRecord,
+    plain_steps,
+    schematized_entry,
+)
+from pplx_export.parse.lenient import as_dict, as_list, as_str
+
+JSON = dict[str, Any]
+
+# model_preference -> (archive mode, entry search_mode)
+_MODES = {
+    "pplx_alpha": ("deep-research", "RESEARCH"),
+    "pplx_agentic_research": ("council", "AGENTIC_RESEARCH"),
+    "pplx_study": ("study", "STUDY"),
+}
+
+
+class AskError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+@dataclass
+class AskResult:
+    record: ThreadRecord
+    events: list[JSON] = field(default_factory=list)
+
+
+def mode_for(model: str) -> tuple[str, str]:
+    if model.startswith("pplx_asi"):
+        return "computer", "ASI"
+    return _MODES.get(model, ("search", "SEARCH"))
+
+
+def answer_for(mode: str, query: str, models: list[str]) -> str:
+    """A plausible, deterministic answer shaped like the mode's real answers."""
+    topic = query.strip().rstrip("?.!") or "your question"
+    if mode == "deep-research":
+        return (
+            f"## Research summary: {topic}\n\n"
+            "The sources agree on the main points; the details differ by context.\n\n"
+            "### Key findings\n\n1. The core mechanism is well documented.\n"
+            "2. Recent work refines, rather than overturns, the standard account.\n\n"
+            "### Open questions\n\nLong-term effects remain less studied."
+        )
+    if mode == "council":
+        names = ", ".join(models) or "the council"
+        return (
+            f"**Council synthesis** ({names}): the models broadly agree on {topic}. "
+            "Where they differ, the majority view is given first and the dissent noted."
+        )
+    if mode == "study":
+        return (
+            f"Let's learn about {topic} step by step.\n\n"
+            "1. Start with the definition.\n2. Work one example.\n3. Check yourself: "
+            "can you explain it in one sentence?"
+        )
+    return f"Short answer about {topic}: it depends on the context, but the usual case is simple."
+
+
+def _council_block(models: list[str], query: str) -> JSON:
+    items = []
+    for index, model in enumerate(models):
+        answer = f"{model} view on {query.strip() or 'the question'}: a careful, sourced answer."
+        items.append(
+            {
+                "id": f"council-{index}",
+                "type": "WORKFLOW_ITEM_WORKFLOW",
+                "payload": {
+                    "workflow_payload": {
+                        "version": "1.0",
+                        "mode": "LLM_COUNCIL",
+                        "model": model,
+                        "status": "WORKFLOW_COMPLETED",
+                        "headline": model,
+                        "id": f"council-{index}",
+                        "steps": [
+                            {
+                                "status": "WORKFLOW_COMPLETED",
+                                "title": "Answer",
+                                "id": f"council-{index}-answer",
+                                "items": [
+                                    {
+                                        "id": f"council-{index}-text",
+                                        "type": "WORKFLOW_ITEM_TEXT",
+                                        "payload": {
+                                            "text_payload": {
+                                                "text": answer,
+                                                "chunks": [answer],
+                                                "variant": "answer",
+                                            }
+                                        },
+                                    }
+                                ],
+                            }
+                        ],
+                    }
+                },
+            }
+        )
+    return {
+        "intended_usage": "workflow_root",
+        "workflow_block": {
+            "version": "1.0",
+            "mode": "LLM_COUNCIL",
+            "status": "WORKFLOW_COMPLETED",
+            "headline": "",
+            "steps": [
+                {
+                    "status": "WORKFLOW_COMPLETED",
+                    "title": "Consulting the council",
+                    "tool_name": "council_research",
+                    "id": "council-step",
+                    "items": items,
+                }
+            ],
+        },
+    }
+
+
+def start_ask(library: Library, body: JSON, new_id: Callable[[], str], username: str) -> AskResult:
+    params = as_dict(body.get("params"))
+    query = as_str(body.get("query_str"))
+    if not query.strip():
+        raise AskError(400, "INVALID_REQUEST", "query_str is empty")
+    model = as_str(params.get("model_preference")) or "pplx_pro"
+    compare = [as_str(m) for m in as_list(params.get("compare_model_preferences")) if as_str(m)]
+    last_backend = as_str(params.get("last_backend_uuid"))
+
+    with library.lock:
+        parent: ThreadRecord | None = None
+        if last_backend:
+            parent = library.by_backend_uuid(last_backend)
+            if parent is None:
+                raise AskError(404, "THREAD_NOT_FOUND", "no thread has that last_backend_uuid")
+            if parent.state != "ok":
+                code = "ENTRY_DELETED" if parent.state == "deleted" else "ENTRY_EXPIRED"
+                raise AskError(400, code, f"This entry has {parent.state}")
+            # A token is optional here, but a wrong one is a client bug worth surfacing.
+            token = as_str(params.get("read_write_token"))
+            tokens = {as_str(e.get("read_write_token")) for e in parent.entries}
+            if token and token not in tokens:
+                raise AskError(403, "INVALID_READ_WRITE_TOKEN", "read_write_token does not match")
+            mode = parent.mode
+            _, search_mode = mode_for(model)
+        else:
+            mode, search_mode = mode_for(model)
+        stamp = library.next_timestamp()
+        when = timeutil.parse_time(stamp) or timeutil.EPOCH
+        us = timeutil.to_us(when)
+        thread_uuid = parent.uuid if parent else new_id()
+        context_uuid = parent.context_uuid if parent else new_id()
+        frontend_context = as_str(params.get("frontend_context_uuid")) or new_id()
+        entry_uuid = as_str(params.get("frontend_uuid")) or new_id()
+        # A fresh thread's first backend_uuid is the thread UUID (protocol §3.1).
+        backend_uuid = new_id() if parent else thread_uuid
+        answer = answer_for(mode, query, compare[:3])
+        entry: JSON = {
+            "uuid": entry_uuid,
+            "frontend_uuid": entry_uuid,
+            "backend_uuid": backend_uuid,
+            "context_uuid": context_uuid,
+            "frontend_context_uuid": frontend_context,
+            "query_str": query,
+            "text": plain_steps(query, answer),
+            "created_us": us,
+            "updated_us": us,
+            "updated_datetime": when.strftime("%Y-%m-%dT%H:%M:%S.%f"),
+            "author_username": username,
+            "search_mode": search_mode,
+            "display_model": model,
+            "user_selected_model": model,
+            "mode": "copilot",
+            "status": "COMPLETED",
+            "step_type": "FINAL",
+            "query_source": "followup" if parent else "home",
+            "trigger": None,
+            "is_background": None,
+            "locked_reason": None,
+            "side_by_side_metadata": None,
+            "sources": [],
+            "read_write_token": f"rw-{context_uuid}",
+            "thread_url_slug": thread_uuid,
+            "thread_title": parent.title if parent else query[:120],
+            "thread_access": 1,
+        }
+        block_entry = schematized_entry(entry, answer)
+        if mode == "council":
+            block_entry["blocks"].append(
+                _council_block(compare[:3] or ["model-a", "model-b"], query)
+            )
+        if parent is not None:
+            parent.plain.setdefault("entries", []).append(entry)
+            if parent.blocks is None:
+                parent.blocks = {
+                    "thread_metadata": parent.plain.get("thread_metadata"),
+                    "entries": [],
+                    "background_entries": [],
+                }
+            parent.blocks.setdefault("entries", []).append(block_entry)
+            parent.last_updated = stamp
+            record = parent
+        else:
+            metadata = {
+                "created_at": when.strftime("%Y-%m-%dT%H:%M:%S.%f"),
+                "updated_at": when.strftime("%Y-%m-%dT%H:%M:%S.%f"),
+                "title": query[:120],
+                "mode": {"computer": "4", "search": "1"}.get(mode, "2"),
+                "thread_status": "completed",
+                "locked_reason": None,
+            }
+            space_uuid = as_str(params.get("target_collection_uuid"))
+            record = ThreadRecord(
+                uuid=thread_uuid,
+                title=query[:120].strip() or "untitled",
+                mode=mode,
+                last_updated=stamp,
+                plain={"thread_metadata": metadata, "entries": [entry], "background_entries": []},
+                blocks={
+                    "thread_metadata": metadata,
+                    "entries": [block_entry],
+                    "background_entries": [],
+                },
+                author=username,
+                space_uuid=space_uuid if space_uuid in library.spaces else "",
+            )
+            library.add_thread(record)
+
+    ids = {
+        "backend_uuid": backend_uuid,
+        "uuid": entry_uuid,
+        "context_uuid": context_uuid,
+        "frontend_context_uuid": frontend_context,
+        "thread_url_slug": thread_uuid,
+        "display_model": model,
+        "search_mode": search_mode,
+        "mode": "copilot",
+    }
+    events: list[JSON] = [{**ids, "status": "PENDING", "text": "", "final_sse_message": False}]
+    words = answer.split(" ")
+    cuts = sorted({max(1, len(words) * k // 4) for k in (1, 2, 3)})
+    for cut in cuts:
+        text = " ".join(words[:cut])
+        events.append({**ids, "status": "PENDING", "text": text, "final_sse_message": False})
+    events.append({**ids, "status": "COMPLETED", "text": answer, "final_sse_message": True})
+    return AskResult(record=record, events=events)
+
+
+def sse_frame(event: JSON, *, split: bool = False) -> bytes:
+    """One SSE event. `split` spreads the JSON over two `data:` lines (clients must concatenate)."""
+    data = json.dumps(event)
+    # Split between two keys (outside any string), because clients strip each line.
+    cut = data.find(', "') + 1
+    if split and cut > 0:
+        lines = f"data: {data[:cut]}\r\ndata: {data[cut:]}\r\n"
+    else:
+        lines = f"data: {data}\r\n"
+    return f"event: message\r\n{lines}\r\n".encode()
