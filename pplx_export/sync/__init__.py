@@ -1,0 +1,1 @@
+"""Orchestration: index, plan, batch, re-render, verify and the other long runs."""

@@ -1,0 +1,61 @@
+"""The assembly path shared by online export and offline re-render (product.md §2.1).
+
+`raw dicts (+ index row hints) -> Conversation -> rendered files -> write_thread`. The
+parser and renderer are reached through an `Engine` so re-render can run in worker
+processes and tests can substitute fakes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pplx_export.models import JSON, Conversation
+
+ParseFn = Callable[..., Conversation]
+RenderFn = Callable[[Conversation, str], dict[str, str]]
+ReportFn = Callable[[Conversation, str, str], str]
+
+
+@dataclass(frozen=True)
+class Engine:
+    parse: ParseFn  # parse_thread(plain, blocks, index_row, *, web_uuid, url, export_via, ...)
+    render: RenderFn  # render_thread(conv, lang) -> {relpath: text}
+    render_report: ReportFn  # render_report(conv, body, lang) -> report.md text
+    version: str  # RENDERER_VERSION: part of the --changed-only fingerprint
+
+
+def default_engine() -> Engine:
+    parse_mod: Any = importlib.import_module("pplx_export.parse")
+    render_mod: Any = importlib.import_module("pplx_export.render")
+    return Engine(
+        parse=parse_mod.parse_thread,
+        render=render_mod.render_thread,
+        render_report=render_mod.render_report,
+        version=str(render_mod.RENDERER_VERSION),
+    )
+
+
+def index_row_from_thread_json(doc: JSON) -> JSON:
+    """Index-row hints rebuilt from a stored thread.json (keys of the library listing)."""
+    return {
+        "entryUUID": doc.get("web_uuid"),
+        "title": doc.get("title"),
+        "lastUpdated": doc.get("lastUpdated"),
+        "space": doc.get("space"),
+        "authorUsername": doc.get("author"),
+        "url": doc.get("url"),
+        "export_via": doc.get("export_via"),
+    }
+
+
+def render_files(
+    engine: Engine, conv: Conversation, lang: str, report_body: str | None
+) -> dict[str, str]:
+    """Every derived file of a thread; report.md only when a report body is known."""
+    files = dict(engine.render(conv, lang))
+    if report_body is not None and conv.report is not None:
+        files["report.md"] = engine.render_report(conv, report_body, lang)
+    return files
