@@ -96,10 +96,7 @@ def merge_thread_dir(src: Path, dst: Path, web_uuid: str) -> MergeResult:
             ", ".join(failures),
         )
         return result
-    trash = src.with_name(TRASH_PREFIX + src.name)
-    os.replace(src, trash)
-    fsync_dir(src.parent)
-    shutil.rmtree(trash)
+    _retire(src)
     result.removed_src = True
     log.info(
         "merged %s into %s (%d copied, %d identical, %d conflicts)",
@@ -110,6 +107,14 @@ def merge_thread_dir(src: Path, dst: Path, web_uuid: str) -> MergeResult:
         len(result.conflicts),
     )
     return result
+
+
+def _retire(src: Path) -> None:
+    """Delete a merged directory: rename (atomic, hides it from identity search), then rm."""
+    trash = src.with_name(TRASH_PREFIX + src.name)
+    os.replace(src, trash)
+    fsync_dir(src.parent)
+    shutil.rmtree(trash)
 
 
 def sweep_trash(mode_dir: Path) -> int:
