@@ -19,7 +19,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pplx_export.archive.atomic import atomic_write_text
+from pplx_export.archive.atomic import write_if_changed
 from pplx_export.models import JSON
 
 log = logging.getLogger(__name__)
@@ -95,4 +95,4 @@ def load_state(root: Path) -> dict[str, Any]:
 
 def save_state(root: Path, threads: dict[str, Any]) -> None:
     doc = {"format": FORMAT, "threads": dict(sorted(threads.items()))}
-    atomic_write_text(Path(root) / STATE_NAME, json.dumps(doc, ensure_ascii=False, indent=0))
+    write_if_changed(Path(root) / STATE_NAME, json.dumps(doc, ensure_ascii=False, indent=0))

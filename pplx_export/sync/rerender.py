@@ -223,6 +223,7 @@ def rerender(
     if limit is not None:
         dirs = dirs[:limit]
     state = load_state(root)
+    before = len(state)
     if limit is None:
         # Forget directories that no longer exist (merged, deleted by hand).
         present = {d.relative_to(root).as_posix() for d in dirs}
@@ -230,6 +231,7 @@ def rerender(
     if on_total:
         on_total(len(dirs))
     todo: list[str] = []
+    dirty = len(state) != before
     for d in dirs:
         rel = d.relative_to(root).as_posix()
         if changed_only and is_fresh(state.get(rel), d, engine.version, lang):
@@ -239,26 +241,25 @@ def rerender(
                 on_progress(o)
             continue
         todo.append(rel)
-    dirty = 0
     try:
         for o in _outcomes(root, todo, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine):
             summary.add(o)
             if o.status == "failed":
                 log.error("re-render failed: %s: %s", root / o.rel, o.error)
-                state.pop(o.rel, None)
-            elif o.fingerprint is not None:
+                dirty = state.pop(o.rel, None) is not None or dirty
+            elif o.fingerprint is not None and state.get(o.rel) != o.fingerprint:
                 state[o.rel] = o.fingerprint
-                dirty += 1
+                dirty = True
             if o.variant_hits and not dry_run:
                 warn_variants(o.variant_hits)
                 append_variant_log(root, o.variant_hits, source="offline")
             if on_progress:
                 on_progress(o)
-            if dirty >= STATE_CHECKPOINT:
+            if dirty and not dry_run and summary.total % STATE_CHECKPOINT == 0:
                 save_state(root, state)
-                dirty = 0
+                dirty = False
     finally:
-        if not dry_run and (dirty or summary.failed):
+        if not dry_run and dirty:
             save_state(root, state)
         summary.elapsed = time.monotonic() - started
     return summary
