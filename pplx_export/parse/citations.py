@@ -1,0 +1,76 @@
+"""Citations (protocol.md §5.3): one normaliser and ONE dedupe routine for turn and thread."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pplx_export.models import Citation, Step
+from pplx_export.parse.lenient import as_dict, as_list, decode_json, dicts, first_str
+
+NAME_LIMIT = 200
+SNIPPET_LIMIT = 500
+
+
+def normalise(source: Any) -> Citation | None:
+    """A raw source dict -> Citation; None when it is not a dict or has no URL."""
+    if not isinstance(source, dict):
+        return None
+    url = first_str(source, "url", "link").strip()
+    if not url:
+        return None
+    return Citation(
+        name=first_str(source, "name", "title")[:NAME_LIMIT],
+        url=url,
+        snippet=first_str(source, "snippet", "text")[:SNIPPET_LIMIT],
+        timestamp=first_str(source, "timestamp", "date"),
+        category=first_str(source, "category", "type") or "web",
+    )
+
+
+def normalise_all(sources: Iterable[Any]) -> list[Citation]:
+    out = []
+    for source in sources:
+        citation = normalise(source)
+        if citation is not None:
+            out.append(citation)
+    return out
+
+
+def dedupe(citations: Iterable[Citation]) -> list[Citation]:
+    """Keep the first occurrence of each URL; drop empty URLs."""
+    seen: set[str] = set()
+    out = []
+    for citation in citations:
+        if not citation.url or citation.url in seen:
+            continue
+        seen.add(citation.url)
+        out.append(citation)
+    return out
+
+
+def item_sources(item: dict[str, Any]) -> list[Any]:
+    """The raw sources of a WORKFLOW_ITEM_SOURCES item (empty for any other item)."""
+    if item.get("type") != "WORKFLOW_ITEM_SOURCES":
+        return []
+    payload = as_dict(item.get("payload"))
+    return as_list(as_dict(payload.get("sources_payload")).get("sources"))
+
+
+def turn_citations(entry: dict[str, Any], steps: list[Step]) -> list[Citation]:
+    """Channels in order: entry.sources, FINAL web_results, plain-step SOURCES items."""
+    raw: list[Any] = list(dicts(entry.get("sources")))
+    for step in steps:
+        if step.step_type == "FINAL":
+            answer = as_dict(decode_json(step.content.get("answer")))
+            raw.extend(dicts(answer.get("web_results")))
+    for step in steps:
+        for item in dicts(step.content.get("workflow_items")):
+            raw.extend(item_sources(item))
+    return dedupe(normalise_all(raw))
+
+
+def thread_citations(per_turn: Iterable[list[Citation]]) -> list[Citation]:
+    """Turns in order, first occurrence per URL, then a stable sort by name (code points)."""
+    merged = dedupe(c for citations in per_turn for c in citations)
+    return sorted(merged, key=lambda c: c.name)

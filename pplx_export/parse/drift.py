@@ -1,0 +1,74 @@
+"""Schema drift: unknown step types, item types, workflow statuses and block usages.
+
+Nothing unknown is dropped by the parser; this pass only counts what the renderer will show
+as a placeholder, so `verify` can report a platform change as a warning.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pplx_export.models import SchemaDrift
+from pplx_export.parse.lenient import as_dict, as_str, decode_json, dicts, first
+from pplx_export.parse.steps import KNOWN_STEP_TYPES, raw_step_list
+from pplx_export.parse.workflow import iter_steps, workflow_blocks
+
+KNOWN_ITEM_TYPES = frozenset(
+    {
+        "WORKFLOW_ITEM_TEXT",
+        "WORKFLOW_ITEM_SOURCES",
+        "WORKFLOW_ITEM_QUERIES",
+        "WORKFLOW_ITEM_WORKFLOW",
+        "WORKFLOW_ITEM_TODO_LIST",
+        "WORKFLOW_ITEM_TABLE",
+        "WORKFLOW_ITEM_USER_QUESTIONS",
+        "WORKFLOW_ITEM_USER_RESPONSE",
+        "WORKFLOW_ITEM_CONTENT",
+    }
+)
+KNOWN_STATUSES = frozenset(
+    {"", "COMPLETED", "WORKFLOW_COMPLETED", "WORKFLOW_AWAITING_NEXT_STEPS", "WORKFLOW_CANCELED"}
+)
+KNOWN_USAGES = frozenset({"plan", "workflow_root", "web_results", "unified_assets", "ask_text"})
+_MARKDOWN_USAGE = re.compile(r"^ask_text_\d+_markdown$")
+
+
+def _items(drift: SchemaDrift, items: Any) -> None:
+    for item in dicts(items):
+        kind = as_str(item.get("type"))
+        if kind not in KNOWN_ITEM_TYPES:
+            drift.add("item_type", kind or "(missing)")
+
+
+def _status(drift: SchemaDrift, value: Any) -> None:
+    status = as_str(value).upper()
+    if status not in KNOWN_STATUSES:
+        drift.add("status", status)
+
+
+def scan(plain: dict[str, Any], blocks: dict[str, Any] | None) -> SchemaDrift:
+    drift = SchemaDrift()
+    for key in ("entries", "background_entries"):
+        for entry in dicts(plain.get(key)):
+            for step in raw_step_list(entry.get("text")):
+                kind = as_str(first(step, "step_type", "type"))
+                if kind not in KNOWN_STEP_TYPES:
+                    drift.add("step_type", kind or "(missing)")
+                _items(drift, as_dict(decode_json(step.get("content"))).get("workflow_items"))
+    for key in ("entries", "background_entries"):
+        for entry in dicts(as_dict(blocks).get(key)):
+            for block in dicts(entry.get("blocks")):
+                usage = as_str(block.get("intended_usage"))
+                if usage not in KNOWN_USAGES and not _MARKDOWN_USAGE.match(usage):
+                    drift.add("block_usage", usage or "(missing)")
+            for wf in workflow_blocks(entry):
+                _status(drift, wf.get("status"))
+                for step in iter_steps(wf):
+                    _status(drift, step.get("status"))
+                    _items(drift, step.get("items"))
+                    for item in dicts(step.get("items")):
+                        wp = as_dict(as_dict(item.get("payload")).get("workflow_payload"))
+                        if wp:
+                            _status(drift, wp.get("status"))
+    return drift

@@ -1,0 +1,132 @@
+"""Mode detection (protocol.md §4.2-§4.4): thread level, index level, blocks decision."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pplx_export.models import Step
+from pplx_export.parse.lenient import as_dict, as_str, dicts
+from pplx_export.parse.mode_tables import (
+    BLOCK_MODES,
+    DISPLAY_MODEL_MODE,
+    SEARCH_MODE_MAP,
+    SPECIFICITY,
+    most_specific,
+)
+from pplx_export.parse.steps import decode_steps
+
+COMPUTER_URL_PART = "/computer/tasks/"
+COMPUTER_ROW_MODES = frozenset({"ASI", "COMPUTER"})
+
+
+def row_mode(index_row: dict[str, Any] | None) -> str:
+    return as_str(as_dict(index_row).get("mode")).upper()
+
+
+def _step_mode(
+    metadata: dict[str, Any], index_row: dict[str, Any] | None, url: str, steps: Iterable[Step]
+) -> str:
+    if (
+        COMPUTER_URL_PART in url
+        or as_str(metadata.get("mode")) == "4"
+        or row_mode(index_row) in COMPUTER_ROW_MODES
+    ):
+        return "computer"
+    types = {step.step_type for step in steps}
+    if "COUNCIL_RESEARCH" in types:
+        return "council"
+    if "RESEARCH_ANSWER" in types:
+        return "deep-research"
+    return ""
+
+
+def detect_mode(
+    metadata: dict[str, Any],
+    index_row: dict[str, Any] | None,
+    url: str,
+    steps: Iterable[Step],
+    entries: list[Any],
+) -> tuple[str, list[str]]:
+    """§4.2. Returns (mode, warnings); `steps` are the parsed plain steps of every turn."""
+    warnings: list[str] = []
+    step_mode = _step_mode(as_dict(metadata), index_row, url, steps)
+    dm_mode = ""
+    sm_modes: list[str] = []
+    for entry in dicts(entries):
+        model = entry.get("display_model")
+        if not dm_mode and isinstance(model, str) and model in DISPLAY_MODEL_MODE:
+            dm_mode = DISPLAY_MODEL_MODE[model]
+        mapped = SEARCH_MODE_MAP.get(as_str(entry.get("search_mode")).upper())
+        if mapped and mapped not in sm_modes:
+            sm_modes.append(mapped)
+    if sm_modes:
+        mode = most_specific(sm_modes)
+        if len(sm_modes) > 1:
+            warnings.append(f"mode switched inside the thread: {', '.join(sm_modes)}; using {mode}")
+        for label, other in (("step/url/metadata", step_mode), ("display_model", dm_mode)):
+            if other and other != mode:
+                warnings.append(f"mode conflict: {label} says {other}, search_mode says {mode}")
+        return mode, warnings
+    if dm_mode:
+        if step_mode and step_mode != dm_mode:
+            warnings.append(
+                f"mode conflict: step/url/metadata says {step_mode}, display_model says {dm_mode}"
+            )
+        return dm_mode, warnings
+    return step_mode or "search", warnings
+
+
+def plain_steps(plain: dict[str, Any]) -> list[Step]:
+    return [s for e in dicts(plain.get("entries")) for s in decode_steps(e.get("text"))]
+
+
+def needs_blocks(
+    plain: dict[str, Any], index_row: dict[str, Any] | None = None, url: str = ""
+) -> bool:
+    """§2.4: fetch the schematized response for block modes, or when `search` is uncertain."""
+    if not isinstance(plain, dict):
+        return False
+    entries = dicts(plain.get("entries"))
+    metadata = as_dict(plain.get("thread_metadata"))
+    mode, _ = detect_mode(metadata, index_row, url, plain_steps(plain), entries)
+    if mode in BLOCK_MODES:
+        return True
+    return not any(as_str(e.get("display_model")) for e in entries)
+
+
+def aggregate_search_mode(entries: list[Any]) -> str:
+    """§4.4: the raw `search_mode` of the most specific known value (ties: first seen)."""
+    best, best_rank = "", len(SPECIFICITY)
+    for entry in dicts(entries):
+        raw = as_str(entry.get("search_mode"))
+        mapped = SEARCH_MODE_MAP.get(raw.upper())
+        if mapped is None:
+            continue
+        rank = SPECIFICITY.index(mapped)
+        if rank < best_rank:
+            best, best_rank = raw, rank
+    return best
+
+
+_DISPLAY_MODEL_HEURISTIC = {
+    "deep-research": "pplx_alpha",
+    "council": "pplx_agentic_research",
+    "study": "pplx_study",
+}
+
+
+def row_matches_mode(row: dict[str, Any], mode: str) -> bool:
+    """§4.4 `batch --mode` filter on an index row."""
+    row = as_dict(row)
+    known = SEARCH_MODE_MAP.get(as_str(row.get("search_mode")).upper())
+    if known is not None:
+        return known == mode
+    if mode in _DISPLAY_MODEL_HEURISTIC:
+        return as_str(row.get("displayModel")) == _DISPLAY_MODEL_HEURISTIC[mode]
+    index_mode = row_mode(row)
+    if mode == "computer":
+        return index_mode in COMPUTER_ROW_MODES
+    if mode == "search":
+        return index_mode == "SEARCH"
+    return index_mode == mode.upper()

@@ -1,0 +1,194 @@
+"""The sub-agent map `sub_map` (protocol.md §5.5): council models or computer sub-agents."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from pplx_export.models import Citation, Step, SubAgent
+from pplx_export.parse.answers import text_of, wf_block_answer
+from pplx_export.parse.citations import item_sources, normalise_all
+from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts
+from pplx_export.parse.turns import build_turn
+from pplx_export.parse.workflow import (
+    anchor_payload,
+    item_payload,
+    iter_steps,
+    prompt_of,
+    step_sid,
+    top_level_payloads,
+    workflow_blocks,
+)
+
+COUNCIL_MODE = "LLM_COUNCIL"
+
+
+def _queries(item: dict[str, Any]) -> list[str]:
+    raw = as_list(as_dict(as_dict(item.get("payload")).get("queries_payload")).get("queries"))
+    out = []
+    for q in raw:
+        text = as_str(as_dict(q).get("query")) if isinstance(q, dict) else as_str(q)
+        if text:
+            out.append(text)
+    return out
+
+
+def council_agent(wp: dict[str, Any], ordinal: int) -> SubAgent:
+    """One LLM_COUNCIL payload -> SubAgent with synthetic COUNCIL_ROUND steps."""
+    model = as_str(wp.get("model"))
+    sub = SubAgent(
+        sub_id=model or f"council_model_{ordinal}",
+        headline=as_str(wp.get("headline")) or model,
+        status=as_str(wp.get("status")),
+        started_at=as_str(wp.get("started_at")),
+        completed_at=as_str(wp.get("completed_at")),
+        is_council=True,
+    )
+    current: list[str] = []
+    for step in dicts(wp.get("steps")):
+        for item in dicts(step.get("items")):
+            kind = item.get("type")
+            payload = as_dict(item.get("payload"))
+            if kind == "WORKFLOW_ITEM_TEXT":
+                text_payload = as_dict(payload.get("text_payload"))
+                text = text_of(text_payload)
+                if text_payload.get("variant") == "answer" and text:
+                    sub.answer = text
+            elif kind == "WORKFLOW_ITEM_QUERIES":
+                current = _queries(item)
+            elif kind == "WORKFLOW_ITEM_SOURCES":
+                found: list[Citation] = normalise_all(item_sources(item))
+                sub.sources.extend(found)
+                if current or found:
+                    content = {"queries": current, "sources": [asdict(c) for c in found]}
+                    sub.steps.append(Step(step_type="COUNCIL_ROUND", content=content))
+                current = []
+    return sub
+
+
+def council_payloads(wf: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """LLM_COUNCIL payloads on the items of a block's own steps, in order."""
+    out = []
+    for step in dicts(as_dict(wf).get("steps")):
+        for item in dicts(step.get("items")):
+            wp = item_payload(item)
+            if wp is not None and wp.get("mode") == COUNCIL_MODE:
+                out.append(wp)
+    return out
+
+
+def council_map(main_entries: list[Any]) -> dict[str, SubAgent]:
+    out: dict[str, SubAgent] = {}
+    for entry in dicts(main_entries):
+        for wf in workflow_blocks(entry):
+            for wp in council_payloads(wf):
+                sub = council_agent(wp, len(out) + 1)
+                out[sub.sub_id] = sub
+    return out
+
+
+def _background_meta(
+    bg_entries: list[Any],
+) -> dict[str, tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
+    """sid -> (root status, locked_reason, schematized bg entry, its top-level payload)."""
+    meta: dict[str, tuple[str, str, dict[str, Any], dict[str, Any] | None]] = {}
+    for bg in dicts(bg_entries):
+        sid, status = "", ""
+        for wf in workflow_blocks(bg):
+            for step in dicts(wf.get("steps")):
+                if step.get("tool_name") == "run_subagent" and as_str(step.get("id")):
+                    sid, status = as_str(step.get("id")), as_str(wf.get("status"))
+                    break
+            if sid:
+                break
+        payloads = top_level_payloads(bg)
+        if not sid:
+            # Not in §5.5: a background entry without a run_subagent step still names its
+            # run in the top-level payload id; pairing on it keeps its status and steps.
+            for wf in workflow_blocks(bg):
+                ids = [
+                    as_str(wp.get("id"))
+                    for wp in top_level_payloads({"blocks": [{"workflow_block": wf}]})
+                ]
+                ids = [i for i in ids if i]
+                if ids:
+                    sid, status = ids[0], as_str(wf.get("status"))
+                    break
+        if not sid or sid in meta:
+            continue
+        top = next((wp for wp in payloads if as_str(wp.get("id")) == sid), None)
+        meta[sid] = (status, as_str(bg.get("locked_reason")), bg, top)
+    return meta
+
+
+def computer_map(
+    main_entries: list[Any], bg_entries: list[Any], bg_plain: list[Any], plain_main: list[Any]
+) -> dict[str, SubAgent]:
+    meta = _background_meta(bg_entries)
+    plain_by_uuid = {as_str(e.get("uuid")): e for e in dicts(bg_plain) if as_str(e.get("uuid"))}
+    main_locked = {as_str(e.get("uuid")): as_str(e.get("locked_reason")) for e in dicts(plain_main)}
+    out: dict[str, SubAgent] = {}
+    for entry in dicts(main_entries):
+        entry_locked = as_str(entry.get("locked_reason")) or main_locked.get(
+            as_str(entry.get("uuid")), ""
+        )
+        for wf in workflow_blocks(entry):
+            for step in iter_steps(wf):
+                wp = anchor_payload(step)
+                if wp is None:
+                    continue
+                sid = step_sid(step)
+                if not sid or sid in out:
+                    continue
+                out[sid] = _computer_agent(
+                    sid, step, wp, meta.get(sid), plain_by_uuid, entry_locked
+                )
+    return out
+
+
+def _computer_agent(
+    sid: str,
+    step: dict[str, Any],
+    wp: dict[str, Any],
+    meta: tuple[str, str, dict[str, Any], dict[str, Any] | None] | None,
+    plain_by_uuid: dict[str, dict[str, Any]],
+    entry_locked: str,
+) -> SubAgent:
+    sub = SubAgent(
+        sub_id=sid,
+        headline=as_str(wp.get("headline")) or as_str(step.get("title")),
+        prompt=prompt_of(wp),
+        # Without a background entry the anchor copy is the only status there is (§5.5 leaves
+        # it empty, which would hide an interrupted run); the launching turn's lock applies.
+        status=as_str(wp.get("status")),
+        locked_reason=entry_locked,
+        started_at=as_str(wp.get("started_at")),
+        completed_at=as_str(wp.get("completed_at")),
+    )
+    if meta is None:
+        return sub
+    status, locked, bg_sch, top = meta
+    sub.status, sub.locked_reason = status, locked
+    if top is not None:
+        sub.prompt = sub.prompt or prompt_of(top)
+        sub.started_at = as_str(top.get("started_at")) or sub.started_at
+        sub.completed_at = as_str(top.get("completed_at")) or sub.completed_at
+    bg = plain_by_uuid.get(as_str(bg_sch.get("uuid")), bg_sch)
+    sub.thread_uuid = as_str(bg.get("backend_uuid")) or as_str(bg_sch.get("backend_uuid"))
+    parsed = build_turn(bg, 0)
+    sub.steps, sub.answer, sub.sources = parsed.steps, parsed.answer, parsed.citations
+    if not sub.answer.strip() and top is not None:
+        # Not in §5.5: the plain entry of a run that never reached FINAL has no answer, but
+        # its payload may still carry an answer TEXT item; keep it rather than lose it.
+        sub.answer = wf_block_answer(top)
+    return sub
+
+
+def build_sub_map(
+    main_entries: list[Any], bg_entries: list[Any], bg_plain: list[Any], plain_main: list[Any]
+) -> dict[str, SubAgent]:
+    """Council first (keyed by model id); otherwise the computer sub-agents (keyed by run id)."""
+    council = council_map(main_entries)
+    if council:
+        return council
+    return computer_map(main_entries, bg_entries, bg_plain, plain_main)

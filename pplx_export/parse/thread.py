@@ -1,0 +1,236 @@
+"""Entry point: raw plain (+ schematized) responses and an index row -> Conversation.
+
+The same function serves online export and offline re-render, so both produce identical
+Conversations from identical raw files. Pure: no I/O, no network, no clock.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pplx_export.errors import SchemaError
+from pplx_export.models import Conversation, Report, Space, SubAgent, Turn
+from pplx_export.parse.answers import wf_block_answer
+from pplx_export.parse.assets import collect_assets, report_candidates
+from pplx_export.parse.attribution import attribute
+from pplx_export.parse.citations import thread_citations
+from pplx_export.parse.drift import scan
+from pplx_export.parse.interruptions import build_registry, workflow_warnings
+from pplx_export.parse.lenient import as_dict, as_str, dicts, lenient_int
+from pplx_export.parse.mode import COMPUTER_ROW_MODES, detect_mode, row_mode
+from pplx_export.parse.mode_tables import WORKFLOW_MODES
+from pplx_export.parse.subagents import build_sub_map, council_agent, council_payloads
+from pplx_export.parse.timeutil import us_to_iso
+from pplx_export.parse.turns import build_turn
+from pplx_export.parse.variants import find_variants
+from pplx_export.parse.workflow import anchor_payload, index_wf_blocks, iter_steps, step_sid
+
+log = logging.getLogger("pplx_export.parse")
+
+SITE = "https://www.perplexity.ai"
+# What a malformed entry can raise despite the lenient accessors; it degrades only itself.
+_ENTRY_ERRORS = (TypeError, ValueError, AttributeError, KeyError, RecursionError)
+
+
+def thread_url(web_uuid: str, index_row: dict[str, Any] | None) -> str:
+    """§4.3: the computer form when the index row says ASI/COMPUTER, else the search form."""
+    if row_mode(index_row) in COMPUTER_ROW_MODES:
+        return f"{SITE}/computer/tasks/{web_uuid}"
+    return f"{SITE}/search/{web_uuid}"
+
+
+def merge_pages(pages: list[dict[str, Any]]) -> dict[str, Any]:
+    """§2.3 pagination: metadata from the first page, entries concatenated across pages."""
+    merged: dict[str, Any] = {"thread_metadata": {}, "entries": [], "background_entries": []}
+    for i, page in enumerate(p for p in pages if isinstance(p, dict)):
+        if i == 0:
+            merged["thread_metadata"] = page.get("thread_metadata")
+        for key in ("entries", "background_entries"):
+            value = page.get(key)
+            if isinstance(value, list):
+                merged[key].extend(value)
+    return merged
+
+
+def space_of(index_row: dict[str, Any] | None, entries: list[Any]) -> Space | None:
+    """Index row `space` or `collection`; with no row at all, the entry's collection_info."""
+    if index_row is not None:
+        raw = index_row.get("space") or index_row.get("collection")
+    else:
+        raw = next(
+            (e.get("collection_info") for e in dicts(entries) if e.get("collection_info")), None
+        )
+    if not isinstance(raw, dict):
+        return None
+    space = Space(
+        uuid=as_str(raw.get("uuid")), title=as_str(raw.get("title")), slug=as_str(raw.get("slug"))
+    )
+    return space if (space.uuid or space.slug or space.title) else None
+
+
+def _web_uuid(web_uuid: str, index_row: dict[str, Any] | None, entries: list[Any]) -> str:
+    if web_uuid:
+        return web_uuid
+    from_row = as_str(as_dict(index_row).get("entryUUID"))
+    if from_row:
+        return from_row
+    for entry in dicts(entries):
+        slug = as_str(entry.get("thread_url_slug"))
+        if slug:
+            return slug
+    raise SchemaError(
+        "no thread uuid in arguments, index row or entries", path="$.entries[*].thread_url_slug"
+    )
+
+
+def _build_turns(entries: list[Any], warnings: list[str]) -> list[Turn]:
+    turns = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            warnings.append(f"entries[{i}] is not an object ({type(entry).__name__}); skipped")
+            continue
+        try:
+            turns.append(build_turn(entry, i + 1))
+        except _ENTRY_ERRORS as exc:
+            warnings.append(
+                f"entries[{i}] could not be parsed ({exc.__class__.__name__}); kept as a bare turn"
+            )
+            turns.append(Turn(index=i + 1, uuid=as_str(entry.get("uuid"))))
+    turns.sort(key=lambda t: lenient_int(t.created_us))
+    for n, turn in enumerate(turns, start=1):
+        turn.index = n
+    return turns
+
+
+def _turn_sub_agents(turn: Turn, sub_map: dict[str, SubAgent]) -> list[SubAgent]:
+    if turn.wf_block is None:
+        return []
+    council = council_payloads(turn.wf_block)
+    if council:
+        # Per turn, from the turn's own block: the thread-level map is keyed by model id and
+        # keeps only one run per model when several turns convened the council.
+        return [council_agent(wp, n) for n, wp in enumerate(council, start=1)]
+    out: list[SubAgent] = []
+    for step in iter_steps(turn.wf_block):
+        if anchor_payload(step) is None:
+            continue
+        sub = sub_map.get(step_sid(step))
+        if sub is not None and sub not in out:
+            out.append(sub)
+    return out
+
+
+def _display_answer(turn: Turn) -> str:
+    if turn.answer.strip():
+        return turn.answer
+    answer = wf_block_answer(turn.wf_block)
+    if answer:
+        return answer
+    for sub in turn.sub_agents:
+        if not sub.is_council and sub.answer.strip():
+            return sub.answer
+    return ""
+
+
+def _attach_workflow(conv: Conversation, plain: dict[str, Any], blocks: dict[str, Any]) -> None:
+    """§5.4-§5.6 for computer/council threads."""
+    main = dicts(blocks.get("entries"))
+    background = dicts(blocks.get("background_entries"))
+    wf_by_uuid = index_wf_blocks(main)
+    for turn in conv.turns:
+        turn.wf_block = wf_by_uuid.get(turn.uuid)
+        if turn.wf_block is not None:
+            turn.metadata.wf_status = as_str(turn.wf_block.get("status"))
+    conv.sub_agents = build_sub_map(
+        main, background, dicts(plain.get("background_entries")), dicts(plain.get("entries"))
+    )
+    result = attribute(conv.turns, main, background)
+    for turn in conv.turns:
+        turn.is_stub = turn.index in result.stub_turns
+        turn.stub_wfs = result.stub_wfs.get(turn.index, [])
+        turn.sub_agents = _turn_sub_agents(turn, conv.sub_agents)
+        turn.display_answer = _display_answer(turn)
+    conv.appendix = result.appendix
+
+
+def parse_thread(
+    plain: dict[str, Any],
+    blocks: dict[str, Any] | None = None,
+    index_row: dict[str, Any] | None = None,
+    *,
+    web_uuid: str = "",
+    url: str = "",
+    export_via: str = "",
+    exported_at: str = "",
+) -> Conversation:
+    """Build the Conversation. Raises SchemaError only when nothing can be parsed at all."""
+    if not isinstance(plain, dict):
+        raise SchemaError("plain thread response is not a JSON object", thread=web_uuid, path="$")
+    entries = plain.get("entries")
+    if not isinstance(entries, list):
+        raise SchemaError("`entries` is not a list", thread=web_uuid, path="$.entries")
+    row = index_row if isinstance(index_row, dict) else None
+    uuid = _web_uuid(web_uuid, row, entries)
+    warnings: list[str] = []
+    metadata = plain.get("thread_metadata")
+    if not isinstance(metadata, dict):
+        if metadata is not None:
+            warnings.append("thread_metadata is not an object; ignored")
+        metadata = {}
+    if blocks is not None and not isinstance(blocks, dict):
+        warnings.append("schematized response is not an object; ignored")
+        blocks = None
+
+    turns = _build_turns(entries, warnings)
+    url = url or thread_url(uuid, row)
+    mode, mode_warnings = detect_mode(
+        metadata, row, url, [s for t in turns for s in t.steps], entries
+    )
+    warnings.extend(mode_warnings)
+    title = (as_str(metadata.get("title")) or as_str(as_dict(row).get("title"))).strip()
+    last_updated = as_str(as_dict(row).get("lastUpdated"))
+    if not last_updated:
+        last_updated = next((us_to_iso(t.updated_us) for t in reversed(turns) if t.updated_us), "")
+    conv = Conversation(
+        web_uuid=uuid,
+        psc_uuid=next((t.context_uuid for t in turns if t.context_uuid), None),
+        url=url,
+        title=title or "untitled",
+        author=as_str(as_dict(row).get("authorUsername"))
+        or next((t.author for t in turns[:1] if t.author), "")
+        or export_via,
+        export_via=export_via,
+        mode=mode,
+        last_updated=last_updated,
+        thread_access=as_dict(row).get("threadAccess"),
+        space=space_of(row, entries),
+        turns=turns,
+        citations=thread_citations(t.citations for t in turns),
+        metadata=metadata,
+        answer_variants=find_variants(entries),
+        raw_plain=plain,
+        raw_blocks=blocks,
+        exported_at=exported_at,
+    )
+    if blocks is not None:
+        if mode in WORKFLOW_MODES:
+            _attach_workflow(conv, plain, blocks)
+        conv.assets = collect_assets(dicts(blocks.get("entries")))
+        warnings.extend(
+            workflow_warnings(dicts(blocks.get("entries")), dicts(blocks.get("background_entries")))
+        )
+    elif mode in WORKFLOW_MODES and dicts(plain.get("background_entries")):
+        warnings.append(
+            "background entries present but no schematized response: "
+            "sub-agent work cannot be attributed"
+        )
+    info = next((t.metadata.report_info for t in turns if t.metadata.report_info), None)
+    if info is not None:
+        conv.report = Report(info=info, candidates=report_candidates(info, conv.assets))
+    conv.interruptions = build_registry(conv.turns, conv.appendix)
+    conv.drift = scan(plain, blocks)
+    conv.warnings = warnings
+    for line in warnings:
+        log.debug("thread %s: %s", uuid, line)
+    return conv

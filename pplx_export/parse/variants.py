@@ -1,0 +1,42 @@
+"""Answer-rewrite variants (`side_by_side_metadata`, protocol.md §5.8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pplx_export.parse.lenient import as_str, dicts
+
+UNSPECIFIED = "SELECTION_STATUS_UNSPECIFIED"
+CONTROL_PREFIX = "[control]"
+_TIME_MARKERS = ("time", "date", "_us", "_at")
+
+
+def is_variant(meta: Any) -> bool:
+    """The narrowed criterion: a sibling, and either a real selection or a non-control role."""
+    if not isinstance(meta, dict) or not as_str(meta.get("sibling_uuid")):
+        return False
+    selection = as_str(meta.get("selection_status"))
+    role = as_str(meta.get("experiment_role"))
+    return (bool(selection) and selection != UNSPECIFIED) or not role.startswith(CONTROL_PREFIX)
+
+
+def variant_record(entry: dict[str, Any]) -> dict[str, Any]:
+    meta: dict[str, Any] = entry["side_by_side_metadata"]
+    record: dict[str, Any] = {
+        "entry_uuid": as_str(entry.get("uuid")),
+        "sibling_uuid": as_str(meta.get("sibling_uuid")),
+        "selection_status": as_str(meta.get("selection_status")),
+        "experiment_role": as_str(meta.get("experiment_role")),
+    }
+    if meta.get("experiment_override"):
+        record["experiment_override"] = meta["experiment_override"]
+    for key, value in meta.items():
+        if isinstance(key, str) and key not in record and any(m in key for m in _TIME_MARKERS):
+            record[key] = value
+    if entry.get("updated_datetime"):
+        record["entry_updated"] = entry["updated_datetime"]
+    return record
+
+
+def find_variants(entries: list[Any]) -> list[dict[str, Any]]:
+    return [variant_record(e) for e in dicts(entries) if is_variant(e.get("side_by_side_metadata"))]

@@ -1,0 +1,136 @@
+"""Schematized workflow blocks (protocol.md §3.6-§3.8, §5.4): lookups and a guarded walk.
+
+Blocks stay raw dicts (the renderer walks them); this module only finds things in them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts
+
+# Nested payloads are walked to this depth at most: real data nests 2-3 levels; the limit
+# only exists so a pathological payload cannot exhaust the stack.
+MAX_WALK_DEPTH = 32
+ANSWER_SUFFIX = ":answer"
+WORKFLOW_SUFFIX = ":workflow"
+
+
+def workflow_blocks(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every `workflow_block` dict among an entry's blocks, in order."""
+    out = []
+    for block in dicts(entry.get("blocks")):
+        wf = block.get("workflow_block")
+        if isinstance(wf, dict):
+            out.append(wf)
+    return out
+
+
+def index_wf_blocks(entries: list[Any]) -> dict[str, dict[str, Any]]:
+    """Schematized entry uuid -> its workflow_block (several in one entry: the last wins)."""
+    out: dict[str, dict[str, Any]] = {}
+    for entry in dicts(entries):
+        uuid = as_str(entry.get("uuid"))
+        blocks = workflow_blocks(entry)
+        if uuid and blocks:
+            out[uuid] = blocks[-1]
+    return out
+
+
+def item_payload(item: Any) -> dict[str, Any] | None:
+    """The `workflow_payload` dict of an item, if it has one."""
+    wp = as_dict(as_dict(as_dict(item).get("payload")).get("workflow_payload"))
+    return wp or None
+
+
+def is_anchor_payload(wp: dict[str, Any] | None) -> bool:
+    if not wp:
+        return False
+    chunks = [c for c in as_list(wp.get("objective_chunks")) if as_str(c)]
+    return bool(chunks) or bool(wp.get("is_background_anchor"))
+
+
+def anchor_payload(step: dict[str, Any]) -> dict[str, Any] | None:
+    """The anchor payload of a sub-agent anchor step (§3.8), or None."""
+    for item in dicts(step.get("items")):
+        wp = item_payload(item)
+        if is_anchor_payload(wp):
+            return wp
+    return None
+
+
+def is_subagent_step(step: dict[str, Any]) -> bool:
+    """Rendered as a sub-agent step: run_subagent tool, subagent icon, or an anchor payload."""
+    return (
+        step.get("tool_name") == "run_subagent"
+        or step.get("icon") == "subagent"
+        or anchor_payload(step) is not None
+    )
+
+
+def step_sid(step: dict[str, Any]) -> str:
+    """Sub-agent id of a step: the payload id, else the step id minus `:workflow`."""
+    for item in dicts(step.get("items")):
+        wp = item_payload(item)
+        if wp and as_str(wp.get("id")):
+            return as_str(wp.get("id"))
+    sid = as_str(step.get("id"))
+    return sid[: -len(WORKFLOW_SUFFIX)] if sid.endswith(WORKFLOW_SUFFIX) else sid
+
+
+def prompt_of(wp: dict[str, Any] | None) -> str:
+    return "".join(as_str(c) for c in as_list(as_dict(wp).get("objective_chunks")))
+
+
+def iter_steps(
+    wf: dict[str, Any],
+    *,
+    recursive: bool = True,
+    _depth: int = 0,
+    _path: frozenset[str] = frozenset(),
+) -> Iterator[dict[str, Any]]:
+    """Steps of a workflow block/payload; with `recursive`, nested payload steps too.
+
+    The cycle guard: a payload whose id is already on the current path (or any payload past
+    MAX_WALK_DEPTH) is not descended into, so repeated or self-referencing ids terminate.
+    """
+    for step in dicts(wf.get("steps")):
+        yield step
+        if not recursive:
+            continue
+        for item in dicts(step.get("items")):
+            wp = item_payload(item)
+            if wp is None:
+                continue
+            wid = as_str(wp.get("id"))
+            if _depth + 1 >= MAX_WALK_DEPTH or (wid and wid in _path):
+                continue
+            yield from iter_steps(
+                wp, recursive=True, _depth=_depth + 1, _path=_path | {wid} if wid else _path
+            )
+
+
+def iter_payloads(wf: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every nested workflow payload under a block, recursively (cycle-guarded)."""
+    for step in iter_steps(wf):
+        for item in dicts(step.get("items")):
+            wp = item_payload(item)
+            if wp is not None:
+                yield wp
+
+
+def top_level_payloads(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """Payloads directly on items of the entry's root workflow steps (no recursion, §5.6)."""
+    out = []
+    for wf in workflow_blocks(entry):
+        for step in dicts(wf.get("steps")):
+            for item in dicts(step.get("items")):
+                wp = item_payload(item)
+                if wp is not None:
+                    out.append(wp)
+    return out
+
+
+def count_wf_steps(entry: dict[str, Any]) -> int:
+    return sum(len(dicts(wf.get("steps"))) for wf in workflow_blocks(entry))

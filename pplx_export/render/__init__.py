@@ -1,0 +1,42 @@
+"""Models -> Markdown/JSON text. Pure: no I/O, no clock; same input, same bytes.
+
+Public API: `render_thread`, `render_report`, `RENDERER_VERSION`.
+"""
+
+from __future__ import annotations
+
+from pplx_export.models import Conversation
+from pplx_export.render.context import Ctx
+from pplx_export.render.conversation import render_conversation
+from pplx_export.render.labels import labels_for
+from pplx_export.render.latex import norm
+from pplx_export.render.sources import sources_json, sources_md
+from pplx_export.render.text import finish, model_links, one_line
+from pplx_export.render.turn import render_turn
+
+# Bump whenever rendered bytes change for the same input: the re-render fingerprint uses it.
+RENDERER_VERSION = "1"
+
+__all__ = ["RENDERER_VERSION", "render_report", "render_thread"]
+
+
+def render_thread(conv: Conversation, lang: str = "en") -> dict[str, str]:
+    """Relative path -> file text for conversation.md, turns/turn_NNNN.md, sources.*."""
+    ctx = Ctx(labels=labels_for(lang), conv=conv)
+    files = {"conversation.md": render_conversation(ctx)}
+    for turn in conv.turns:
+        files[f"turns/turn_{turn.index:04d}.md"] = render_turn(ctx, turn)
+    files["sources.md"] = sources_md(ctx.labels, conv.citations)
+    files["sources.json"] = sources_json(conv.citations)
+    return files
+
+
+def render_report(conv: Conversation, body: str, lang: str = "en") -> str:
+    """report.md: title, artifact file name, then the report Markdown."""
+    labels = labels_for(lang)
+    info = conv.report.info if conv.report is not None else None
+    title = one_line(info.title) if info is not None and info.title.strip() else labels.report_title
+    head = f"# {title}\n\n"
+    if info is not None and info.file_name:
+        head += f"> {labels.artifact_file}: {info.file_name}\n\n"
+    return finish(head + model_links(norm(body.strip("\n"))))

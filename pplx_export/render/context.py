@@ -1,0 +1,26 @@
+"""What every renderer needs besides the node it renders: labels and thread-level lookups."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pplx_export.models import Conversation, SubAgent
+from pplx_export.render.labels import Labels
+
+# Nested workflows deeper than this render a placeholder. Real payloads nest two or three
+# levels; the limit exists to stop pathological input, not to trim content.
+MAX_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class Ctx:
+    labels: Labels
+    conv: Conversation
+    # The display answer of the turn being rendered: workflow answer items equal to it are
+    # not repeated inside the work process.
+    answer: str = ""
+    locked_reason: str = ""
+
+    @property
+    def sub_map(self) -> dict[str, SubAgent]:
+        return self.conv.sub_agents

@@ -1,0 +1,75 @@
+"""conversation.md: header, every turn's query and full answer, background appendix (§6.3)."""
+
+from __future__ import annotations
+
+from pplx_export.models import AppendixItem
+from pplx_export.parse.lenient import as_str
+from pplx_export.render.background import background_log
+from pplx_export.render.context import Ctx
+from pplx_export.render.plan import plan_block
+from pplx_export.render.text import finish, join_blocks, one_line, quote, step_time
+from pplx_export.render.turn import answer_md, turn_answer, turn_heading
+from pplx_export.render.workflow import nested
+
+
+def header(ctx: Ctx) -> str:
+    lb, conv = ctx.labels, ctx.conv
+    facts = [
+        f"{lb.mode}: {conv.mode}",
+        f"{lb.author}: {conv.author}",
+        f"{lb.turns}: {len(conv.turns)}",
+        f"{lb.citations}: {len(conv.citations)}",
+    ]
+    if conv.space is not None and conv.space.title:
+        facts.append(f"{lb.space}: {one_line(conv.space.title)}")
+    return f"# {one_line(conv.title) or lb.untitled}\n\n> " + " | ".join(facts)
+
+
+def appendix_item(ctx: Ctx, item: AppendixItem) -> str:
+    lb = ctx.labels
+    wp = item.wp
+    status = as_str(wp.get("status"))
+    facts = [f"{lb.status}: `{status or lb.unknown}`"]
+    tag = lb.tag(status, item.locked_reason)
+    if tag:
+        facts.append(tag)
+    if item.locked_reason:
+        facts.append(f"locked_reason: `{item.locked_reason}`")
+    start = step_time(wp.get("started_at"))
+    end = step_time(as_str(wp.get("completed_at")) or item.updated)
+    if start or end:
+        facts.append(f"{lb.time}: {start or '?'} → {end or '?'}")
+    seen = frozenset({as_str(wp.get("id"))} - {""})
+    block = nested(ctx, wp, 0, seen, lb.background_task, item.locked_reason)
+    return join_blocks(
+        [
+            quote(" · ".join(facts)),
+            block,
+            plan_block(ctx, {item.bg_uuid} - {""}),
+            background_log(ctx, wp, block, item.bg_uuid),
+        ]
+    )
+
+
+def appendix(ctx: Ctx) -> str:
+    if not ctx.conv.appendix:
+        return ""
+    lb = ctx.labels
+    blocks = [lb.appendix_heading, quote(lb.appendix_note)]
+    blocks += [appendix_item(ctx, item) for item in ctx.conv.appendix]
+    return join_blocks(blocks)
+
+
+def render_conversation(ctx: Ctx) -> str:
+    lb = ctx.labels
+    blocks = [header(ctx)]
+    for turn in ctx.conv.turns:
+        blocks += [
+            turn_heading(ctx, turn, "##"),
+            f"### {lb.query}",
+            turn.query.strip("\n") if turn.query.strip() else lb.empty,
+            f"### {lb.answer}",
+            answer_md(ctx, turn_answer(turn)),
+        ]
+    blocks.append(appendix(ctx))
+    return finish(join_blocks(blocks))

@@ -1,0 +1,314 @@
+"""Label catalogs: every human-readable string the renderer emits, per language.
+
+`en` is the default. `zh` keeps the seed's literal strings (sub-agent section, background
+appendix heading, the three interruption tags) and the earlier tool's wording elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from pplx_export.parse import interruptions
+
+
+@dataclass(frozen=True)
+class Labels:
+    lang: str
+    colon: str  # after a bold label
+    lparen: str
+    rparen: str
+    # conversation.md header / turn skeleton
+    mode: str
+    author: str
+    turns: str
+    citations: str
+    space: str
+    turn: str
+    query: str
+    answer: str
+    empty: str
+    none: str
+    plan: str
+    work_process: str
+    steps_n: str
+    turn_citations: str
+    step_log: str
+    step_log_note: str
+    # interruption tags
+    tag_limit: str
+    tag_awaiting: str
+    tag_canceled: str
+    # sub-agents
+    step: str
+    subagent: str
+    subagent_work: str
+    subagent_count: str
+    stub_note: str
+    prompt: str
+    subagent_steps: str
+    subagent_payload_steps: str
+    conclusion: str
+    sources: str
+    status: str
+    unknown: str
+    time: str
+    run_id: str
+    model: str
+    # nested workflows
+    nested: str
+    background_task: str
+    untitled: str
+    has_conclusion: str
+    no_conclusion: str
+    no_steps: str
+    recursion_limit: str
+    # background appendix
+    appendix_heading: str
+    appendix_note: str
+    # council
+    council: str
+    models: str
+    queries_n: str
+    sources_n: str
+    answer_chars: str
+    round_: str
+    # plain steps
+    tool_input: str
+    tool_output: str
+    thinking: str
+    web_search: str
+    search_results: str
+    read_pages: str
+    research_report: str
+    code: str
+    output: str
+    error_output: str
+    attachments: str
+    open_pages: str
+    create_chart: str
+    images: str
+    unrendered: str
+    council_research: str
+    # workflow items
+    searching: str
+    task_list: str
+    todo_changes: str
+    asked_user: str
+    multichoice: str
+    free_text: str
+    attachments_allowed: str
+    question: str
+    reply: str
+    intermediate_answer: str
+    nested_empty: str
+    # files
+    sources_title: str
+    report_title: str
+    artifact_file: str
+
+    def par(self, text: str) -> str:
+        """` (text)` / `（text）`: the language's parenthesised aside."""
+        return f"{self.lparen}{text}{self.rparen}"
+
+    def tag(self, status: str | None, locked_reason: str | None = None) -> str:
+        """Interruption tag for a workflow status ("" when completed or unknown)."""
+        kind = interruptions.classify(status, locked_reason)
+        return {
+            interruptions.LIMIT_INTERRUPTED: self.tag_limit,
+            interruptions.AWAITING: self.tag_awaiting,
+            interruptions.CANCELED: self.tag_canceled,
+        }.get(kind, "")
+
+
+EN = Labels(
+    lang="en",
+    colon=":",
+    lparen=" (",
+    rparen=")",
+    mode="Mode",
+    author="Author",
+    turns="Turns",
+    citations="Citations",
+    space="Space",
+    turn="Turn",
+    query="Query",
+    answer="Answer",
+    empty="(empty)",
+    none="(none)",
+    plan="Plan",
+    work_process="Work process",
+    steps_n="steps: {n}",
+    turn_citations="Citations of this turn",
+    step_log="Step log (not in the workflow view)",
+    step_log_note=(
+        "Entries of the turn's step log that the workflow view above does not show "
+        "(the two are separate copies and can diverge)."
+    ),
+    tag_limit="⏸ Interrupted: spending limit (content stops here)",
+    tag_awaiting="⏸ Interrupted, can continue",
+    tag_canceled="⛔ Canceled",
+    step="Step",
+    subagent="🤖 Sub-agent",
+    subagent_work="Sub-agent work",
+    subagent_count="{n}",
+    stub_note=(
+        "This turn is a subagent_result notification with no work of its own; below are "
+        "the background sub-agent runs matched to it by time."
+    ),
+    prompt="Prompt (task instruction)",
+    subagent_steps="Sub-agent work process",
+    subagent_payload_steps="Sub-agent workflow",
+    conclusion="Conclusion",
+    sources="Sources",
+    status="Status",
+    unknown="unknown",
+    time="Time",
+    run_id="Run",
+    model="Model",
+    nested="🧩 Nested workflow",
+    background_task="🤖 Background task",
+    untitled="untitled",
+    has_conclusion="has conclusion",
+    no_conclusion="no conclusion",
+    no_steps="(no work steps recorded)",
+    recursion_limit="(nested workflow: {name}, recursion limit reached)",
+    appendix_heading="## Background tasks (not attributed to a turn)",
+    appendix_note=(
+        "These background sub-agent runs have no anchor in any turn and never sent a "
+        "subagent_result notification (spending limit, cancellation, …), so they cannot be "
+        "attributed to a turn; they are archived here as they are."
+    ),
+    council="🏛️ Model council",
+    models="Models",
+    queries_n="queries: {n}",
+    sources_n="sources: {n}",
+    answer_chars="answer: {n} chars",
+    round_="Round {n}",
+    tool_input="Tool input",
+    tool_output="Tool output",
+    thinking="Thinking",
+    web_search="Web search",
+    search_results="Search results",
+    read_pages="Read pages",
+    research_report="Research report",
+    code="Code",
+    output="Output",
+    error_output="Error output",
+    attachments="Attachments",
+    open_pages="Open pages",
+    create_chart="Create chart",
+    images="Generated images",
+    unrendered="unrendered type",
+    council_research="Council research",
+    searching="Searching",
+    task_list="Task list",
+    todo_changes="Changes",
+    asked_user="Asked the user",
+    multichoice="multiple choice",
+    free_text="free-text answer allowed",
+    attachments_allowed="attachments allowed",
+    question="Q",
+    reply="A",
+    intermediate_answer="Answer text",
+    nested_empty="(WORKFLOW_ITEM_WORKFLOW without steps)",
+    sources_title="Sources",
+    report_title="Research report",
+    artifact_file="Artifact file",
+)
+
+ZH = Labels(
+    lang="zh",
+    colon="：",
+    lparen="（",
+    rparen="）",
+    mode="模式",
+    author="作者",
+    turns="轮次",
+    citations="引文",
+    space="空间",
+    turn="Turn",
+    query="Query",
+    answer="Answer",
+    empty="(空)",
+    none="(无)",
+    plan="计划",
+    work_process="工作过程",
+    steps_n="{n} 步骤",
+    turn_citations="本轮引文",
+    step_log="步骤日志（工作流视图中未出现）",
+    step_log_note="本轮步骤日志中、上方工作流视图未显示的条目（两者为独立副本，可能不一致）。",
+    tag_limit="⏸ 限额中断（内容截至中断点）",
+    tag_awaiting="⏸ 中断待续",
+    tag_canceled="⛔ 已取消",
+    step="步骤",
+    subagent="🤖 子代理",
+    subagent_work="子代理工作",
+    subagent_count="{n} 个",
+    stub_note="本轮为 subagent_result 通知（自身无工作过程）；以下为按时间关联到的后台子代理记录。",
+    prompt="Prompt（任务指令）",
+    subagent_steps="子代理工作过程",
+    subagent_payload_steps="子代理工作流",
+    conclusion="结论",
+    sources="来源",
+    status="状态",
+    unknown="未知",
+    time="时间",
+    run_id="运行",
+    model="模型",
+    nested="🧩 嵌套工作流",
+    background_task="🤖 后台任务",
+    untitled="未命名",
+    has_conclusion="有结论",
+    no_conclusion="无结论",
+    no_steps="（无工作步骤记录）",
+    recursion_limit="（嵌套工作流：{name}，已达递归上限）",
+    appendix_heading="## 后台任务（未归入轮次）",
+    appendix_note=(
+        "以下后台子代理负载既无轮次内锚点、也未等到 subagent_result 完成通知"
+        "（限额中断/取消等原因），无法归入具体轮次，如实归档于线程末尾。"
+    ),
+    council="🏛️ 模型委员会",
+    models="模型",
+    queries_n="检索 {n} 词",
+    sources_n="来源 {n}",
+    answer_chars="答案 {n} 字符",
+    round_="第 {n} 轮",
+    tool_input="工具输入",
+    tool_output="工具输出",
+    thinking="思考",
+    web_search="检索网页",
+    search_results="检索结果",
+    read_pages="读取页面",
+    research_report="生成研究报告",
+    code="代码",
+    output="输出",
+    error_output="错误输出",
+    attachments="附件",
+    open_pages="打开页面",
+    create_chart="创建图表",
+    images="生成图片结果",
+    unrendered="未渲染类型",
+    council_research="模型委员会检索",
+    searching="检索",
+    task_list="任务清单",
+    todo_changes="变更",
+    asked_user="向用户提问",
+    multichoice="可多选",
+    free_text="允许自由填写",
+    attachments_allowed="允许附件",
+    question="问",
+    reply="答",
+    intermediate_answer="回答文本",
+    nested_empty="（WORKFLOW_ITEM_WORKFLOW）",
+    sources_title="引文列表",
+    report_title="研究报告",
+    artifact_file="产物文件",
+)
+
+CATALOGS = MappingProxyType({"en": EN, "zh": ZH})
+
+
+def labels_for(lang: str) -> Labels:
+    """The catalog for `lang` ("en" when unknown)."""
+    return CATALOGS.get(lang, EN)

@@ -1,0 +1,222 @@
+"""Plain steps of an entry's `text` (protocol.md §3.5, §6.5): one Step -> Markdown."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from pplx_export.models import Citation, Step
+from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts, first_str
+from pplx_export.render import items as it
+from pplx_export.render.context import Ctx
+from pplx_export.render.text import (
+    details,
+    fenced,
+    join_blocks,
+    link,
+    one_line,
+    quote,
+    squash,
+    step_time,
+    summary_text,
+)
+
+SILENT = frozenset({"INITIAL_QUERY", "FINAL", ""})
+
+
+def _strings(value: Any) -> list[str]:
+    return [v for v in (as_str(x) for x in as_list(value)) if v.strip()]
+
+
+def _tool(ctx: Ctx, step: Step, label: str) -> str:
+    body = join_blocks(
+        [it.render_item(ctx, item) for item in as_list(step.content.get("workflow_items"))]
+    )
+    if not body:
+        return ""
+    when = step_time(step.content.get("timestamp") or step.timestamp)
+    return f"**{label}**" + (f" ({when})" if when else "") + "\n\n" + body
+
+
+def _code(ctx: Ctx, c: dict[str, Any]) -> str:
+    lb = ctx.labels
+    lang = as_str(c.get("language"))
+    parts = []
+    script = as_str(c.get("script")).rstrip()
+    if script:
+        parts.append(
+            f"**{lb.code}**" + (f" ({lang})" if lang else "") + "\n\n" + fenced(script, lang)
+        )
+    out = as_str(c.get("stdout")).rstrip()
+    if out:
+        parts.append(f"**{lb.output}**\n\n" + fenced(out))
+    err = (as_str(c.get("stderr")) or as_str(c.get("error"))).rstrip()
+    if err:
+        parts.append(f"**{lb.error_output}**\n\n" + fenced(err))
+    return join_blocks(parts)
+
+
+def _council_round(ctx: Ctx, step: Step) -> str:
+    lines = [f"- `{q}`" for q in it.query_strings(step.content.get("queries"))]
+    for n, src in enumerate(as_list(step.content.get("sources")), 1):
+        if isinstance(src, Citation):
+            lines.append(f"  {n}. {link(src.name, src.url)}")
+        elif isinstance(src, dict):
+            lines.append(
+                f"  {n}. {link(first_str(src, 'name', 'title'), first_str(src, 'url', 'link'))}"
+            )
+    return "\n".join(lines)
+
+
+def step_from_dict(raw: dict[str, Any]) -> Step:
+    """A plain step nested inside another step's raw dict (council model states)."""
+    return Step(
+        step_type=first_str(raw, "step_type", "type"),
+        content=as_dict(raw.get("content")),
+        uuid=first_str(raw, "uuid", "id"),
+        raw=raw,
+    )
+
+
+def _council_research(ctx: Ctx, step: Step) -> str:
+    """The plain council step: every model's own search steps and answer, folded per model."""
+    lb = ctx.labels
+    raw = step.raw or step.content
+    query = as_str(raw.get("research_query")).strip()
+    blocks = [f"**{lb.council_research}**" + (f": {one_line(query)}" if query else "")]
+    for model, state in as_dict(raw.get("model_states")).items():
+        st = as_dict(state)
+        body = [quote(as_str(st.get("mock_thought")))] if as_str(st.get("mock_thought")) else []
+        body += [render_step(ctx, step_from_dict(s)) for s in dicts(st.get("steps"))]
+        answer = "".join(c for c in as_list(st.get("answer_chunks")) if isinstance(c, str))
+        if answer.strip():
+            body.append(f"**{lb.answer}{lb.colon}**\n\n" + answer.strip("\n"))
+        status = as_str(st.get("status"))
+        summary = f"{lb.model}: {model}" + (f" ({status})" if status else "")
+        blocks.append(details(summary_text(summary), join_blocks(body)))
+    return join_blocks(blocks)
+
+
+def render_step(ctx: Ctx, step: Step) -> str:
+    """One plain step; "" for steps with nothing to show, a placeholder for unknown types."""
+    lb = ctx.labels
+    kind = step.step_type
+    c = as_dict(step.content)
+    if kind in SILENT:
+        return ""
+    if kind == "ASI_TOOL_INPUT":
+        return _tool(ctx, step, lb.tool_input)
+    if kind == "ASI_TOOL_OUTPUT":
+        return _tool(ctx, step, lb.tool_output)
+    if kind == "THOUGHT":
+        text = as_str(c.get("thought")) or as_str(c.get("text"))
+        return f"**{lb.thinking}**\n\n" + quote(text.strip("\n")) if text.strip() else ""
+    if kind == "SEARCH_WEB":
+        queries = it.query_strings(c.get("queries"))
+        return f"**{lb.web_search}**\n\n" + "\n".join(f"- {q}" for q in queries) if queries else ""
+    if kind == "SEARCH_RESULTS":
+        lines = it.source_lines(c.get("web_results"))
+        return (
+            details(lb.search_results + lb.par(str(len(lines))), "\n".join(lines)) if lines else ""
+        )
+    if kind == "GET_URL_CONTENT":
+        urls = [first_str(p, "url", "link") for p in dicts(c.get("pages"))]
+        urls = [u for u in urls if u]
+        return (
+            f"**{lb.read_pages}**\n\n" + "\n".join(f"- {link(u, u)}" for u in urls) if urls else ""
+        )
+    if kind in ("LOAD_SKILL", "LOAD_SKILL_RESPONSE"):
+        names = _strings(c.get("skill_names")) or _strings(c.get("loaded_skills"))
+        return f"**{kind}**: " + ", ".join(names)
+    if kind == "RESEARCH_ANSWER":
+        title = one_line(as_str(c.get("title")))
+        line = f"**{lb.research_report}**: {title}"
+        name, url = as_str(c.get("file_name")), as_str(c.get("url"))
+        extra = [f"`{name}`"] if name else []
+        if url:
+            extra.append(link(url, url))
+        return line + (" — " + " · ".join(extra) if extra else "")
+    if kind == "CODE":
+        return _code(ctx, c)
+    if kind == "ATTACHMENT":
+        lines = []
+        for a in dicts(c.get("attachments")):
+            name, url = first_str(a, "name", "title"), first_str(a, "url", "link")
+            if url:
+                lines.append("- " + link(name, url))
+            elif name:
+                lines.append(f"- {name}")
+        return f"**{lb.attachments}**\n\n" + "\n".join(lines) if lines else ""
+    if kind == "URL_NAVIGATE":
+        urls = _strings(c.get("urls"))
+        return (
+            f"**{lb.open_pages}**\n\n" + "\n".join(f"- {link(u, u)}" for u in urls) if urls else ""
+        )
+    if kind == "CREATE_CHART":
+        caption = as_str(c.get("caption")).strip()
+        return f"**{lb.create_chart}**" + (f": {caption}" if caption else "")
+    if kind == "GENERATE_IMAGE_RESULTS":
+        lines = []
+        for img in dicts(c.get("image_results")):
+            url = first_str(img, "url", "image_url")
+            if not url:
+                continue
+            w, h = as_str(img.get("image_width")), as_str(img.get("image_height"))
+            lines.append(f"- {link(url, url)}" + (f" ({w}×{h})" if w and h else ""))
+        return f"**{lb.images}**\n\n" + "\n".join(lines) if lines else ""
+    if kind == "COUNCIL_ROUND":
+        return _council_round(ctx, step)
+    if kind == "COUNCIL_RESEARCH":
+        return _council_research(ctx, step)
+    return f"**{kind}** *({lb.unrendered})*"
+
+
+def render_steps(ctx: Ctx, steps: list[Step]) -> str:
+    """Every non-empty step rendering, separated by blank lines."""
+    return join_blocks([render_step(ctx, s) for s in steps])
+
+
+def novel_steps(ctx: Ctx, steps: list[Step], shown: str) -> list[Step]:
+    """The parts of `steps` whose content is not already in `shown` (a squashed text).
+
+    Workflow blocks are a second, sometimes lagging copy of an entry's plain tool steps;
+    rendering both in full would double every turn, rendering one alone can lose content.
+    Tool steps are filtered item by item, other steps whole.
+    """
+    out: list[Step] = []
+    for step in steps:
+        items = as_list(step.content.get("workflow_items"))
+        if step.step_type == "COUNCIL_RESEARCH":
+            reduced = _novel_council(ctx, step, shown)
+            if reduced is not None:
+                out.append(reduced)
+        elif step.step_type in ("ASI_TOOL_INPUT", "ASI_TOOL_OUTPUT") and items:
+            keep = [i for i in items if squash(it.render_item(ctx, i)) not in shown]
+            if keep:
+                out.append(replace(step, content={**step.content, "workflow_items": keep}))
+        elif squash(render_step(ctx, step)) not in shown:
+            out.append(step)
+    return out
+
+
+def _novel_council(ctx: Ctx, step: Step, shown: str) -> Step | None:
+    """A COUNCIL_RESEARCH step reduced to the model steps and answers not yet shown."""
+    raw = dict(step.raw or step.content)
+    states: dict[str, Any] = {}
+    for model, state in as_dict(raw.get("model_states")).items():
+        st = dict(as_dict(state))
+        keep = [
+            s
+            for s in dicts(st.get("steps"))
+            if squash(render_step(ctx, step_from_dict(s))) not in shown
+        ]
+        answer = "".join(c for c in as_list(st.get("answer_chunks")) if isinstance(c, str))
+        st["steps"] = keep
+        if squash(answer) in shown:
+            st["answer_chunks"] = []
+        if keep or st.get("answer_chunks"):
+            states[model] = st
+    if not states:
+        return None
+    raw["model_states"] = states
+    return replace(step, raw=raw)

@@ -1,0 +1,136 @@
+"""Small text helpers shared by every renderer (protocol.md §6.2, with safer escaping)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from pplx_export.parse.lenient import as_list, as_str
+
+_BACKTICK_RUN = re.compile(r"`+")
+_MODEL_LINK = re.compile(r"\[([^\]]+)\]\(pplx://action/[^)]+\)")
+_LINK_TEXT_SPECIAL = re.compile(r"([\[\]\\])")
+_PIPE = re.compile(r"(\\*)\|")
+
+
+def ts(us: Any) -> str:
+    """Display timestamp from microseconds since the epoch; "" when missing or not an int."""
+    if not isinstance(us, int) or isinstance(us, bool):
+        return ""
+    try:
+        return datetime.fromtimestamp(us / 1_000_000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    except (OverflowError, OSError, ValueError):
+        return ""
+
+
+def step_time(value: Any) -> str:
+    """`2035-12-26T00:00:12.5+00:00` -> `2035-12-26 00:00:12`."""
+    return as_str(value)[:19].replace("T", " ")
+
+
+def time_range(start: Any, end: Any) -> str:
+    """` — start → end` when a start exists and differs from the end, else ""."""
+    s, e = step_time(start), step_time(end)
+    if not s or s == e:
+        return ""
+    return f" — {s} → {e or '?'}"
+
+
+def chunks_text(tp: Any) -> str:
+    """A text payload's `text`, or its joined `chunks` when the text is empty."""
+    if not isinstance(tp, dict):
+        return ""
+    text = as_str(tp.get("text"))
+    if text.strip():
+        return text
+    return "".join(c for c in as_list(tp.get("chunks")) if isinstance(c, str))
+
+
+def quote(text: str) -> str:
+    """Blockquote every line (an empty line becomes `>` so the quote stays one block)."""
+    return "\n".join(f"> {line}" if line else ">" for line in text.split("\n"))
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def link_text(name: str) -> str:
+    """Link labels: one line, brackets and backslashes escaped so the link cannot break."""
+    return _LINK_TEXT_SPECIAL.sub(r"\\\1", one_line(name))
+
+
+def link_target(url: str) -> str:
+    """URLs with spaces or parentheses go in angle brackets (CommonMark link destination)."""
+    url = url.strip()
+    if any(c in url for c in " ()<>"):
+        return "<" + url.replace("<", "%3C").replace(">", "%3E") + ">"
+    return url
+
+
+def link(name: str, url: str) -> str:
+    return f"[{link_text(name or url)}]({link_target(url)})"
+
+
+def fence_for(body: str) -> str:
+    """Backticks one longer than the longest run in `body`, minimum three."""
+    longest = max((len(m) for m in _BACKTICK_RUN.findall(body)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def fenced(body: str, lang: str = "") -> str:
+    """A code block that tool output containing fences of its own cannot close early."""
+    body = body.rstrip()
+    fence = fence_for(body)
+    return f"{fence}{one_line(lang)}\n{body}\n{fence}"
+
+
+def model_links(md: str) -> str:
+    """`[Label](pplx://action/model_info?…)` -> `**Label**` (the link only works in the app)."""
+    return _MODEL_LINK.sub(r"**\1**", md)
+
+
+def cell(value: Any) -> str:
+    """One Markdown table cell: never truncated; pipes escaped, line breaks kept as <br>."""
+    if isinstance(value, dict):
+        value = value.get("value")
+    text = value if isinstance(value, str) else as_str(value)
+    # Double any backslashes before a pipe so the pipe itself stays escaped.
+    text = _PIPE.sub(lambda m: m.group(1) * 2 + "\\|", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+    return text.replace("\n", "<br>")
+
+
+def details(summary: str, body: str) -> str:
+    """A folded block; blank lines around the body so Markdown inside it still renders."""
+    inner = body.strip("\n")
+    if not inner:
+        return f"<details>\n<summary>{summary}</summary>\n\n</details>"
+    return f"<details>\n<summary>{summary}</summary>\n\n{inner}\n\n</details>"
+
+
+def join_blocks(blocks: list[str]) -> str:
+    """Non-blank blocks separated by one blank line."""
+    return "\n\n".join(b.strip("\n") for b in blocks if b and b.strip())
+
+
+def finish(text: str) -> str:
+    """File text ending with exactly one newline."""
+    return text.rstrip("\n") + "\n"
+
+
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def summary_text(text: str) -> str:
+    """Text for a <summary> line: one line, and no `<` that could open an HTML tag."""
+    return _TAG_START.sub("&lt;", one_line(text))
+
+
+_NON_WORD = re.compile(r"[\W_]+")
+
+
+def squash(text: str) -> str:
+    """Letters and digits only, case-folded: "is this content already shown?" checks."""
+    return _NON_WORD.sub("", text).casefold()

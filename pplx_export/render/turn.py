@@ -1,0 +1,61 @@
+"""turns/turn_NNNN.md: query, plan, complete work process, answer, citations (§6.4)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pplx_export.models import Turn
+from pplx_export.parse.mode_tables import WORKFLOW_MODES
+from pplx_export.render.context import Ctx
+from pplx_export.render.latex import norm
+from pplx_export.render.plan import plan_block
+from pplx_export.render.steps import novel_steps, render_steps
+from pplx_export.render.subagents import render_stub_section
+from pplx_export.render.text import finish, join_blocks, link, model_links, quote, squash, ts
+from pplx_export.render.workflow import render_wf_block
+
+
+def turn_answer(turn: Turn) -> str:
+    return turn.display_answer if turn.display_answer.strip() else turn.answer
+
+
+def answer_md(ctx: Ctx, text: str) -> str:
+    return model_links(norm(text.strip("\n"))) if text.strip() else ctx.labels.none
+
+
+def turn_heading(ctx: Ctx, turn: Turn, level: str) -> str:
+    when = ts(turn.created_us)
+    return f"{level} {ctx.labels.turn} {turn.index}" + (f" — {when}" if when else "")
+
+
+def work_process(ctx: Ctx, turn: Turn) -> str:
+    lb = ctx.labels
+    if ctx.conv.mode in WORKFLOW_MODES and turn.wf_block is not None:
+        wf_md = render_wf_block(ctx, turn.wf_block)
+        extra = novel_steps(ctx, turn.steps, squash(wf_md + "\n" + ctx.answer))
+        if not extra:
+            return wf_md
+        log = join_blocks([f"## {lb.step_log}", quote(lb.step_log_note), render_steps(ctx, extra)])
+        return join_blocks([wf_md, log])
+    steps = render_steps(ctx, turn.steps)
+    return join_blocks([f"## {lb.work_process}", steps]) if steps else ""
+
+
+def render_turn(ctx: Ctx, turn: Turn) -> str:
+    lb = ctx.labels
+    answer = turn_answer(turn)
+    ctx = replace(ctx, answer=answer, locked_reason=turn.metadata.locked_reason)
+    blocks = [
+        turn_heading(ctx, turn, "#"),
+        f"## {lb.query}",
+        turn.query.strip("\n") if turn.query.strip() else lb.empty,
+        plan_block(ctx, {turn.uuid} - {""}, skip=answer, section="entries"),
+        work_process(ctx, turn),
+        render_stub_section(ctx, turn),
+        f"## {lb.answer}",
+        answer_md(ctx, answer),
+    ]
+    cites = [f"- {link(c.name, c.url)}" for c in turn.citations if c.url]
+    if cites:
+        blocks += [f"## {lb.turn_citations}", "\n".join(cites)]
+    return finish(join_blocks(blocks))
