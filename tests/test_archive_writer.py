@@ -332,7 +332,7 @@ def test_manifest_counts_versions_and_merges_state(tmp_path: Path) -> None:
     assert b["n_versions"] == 2 and [v["version"] for v in b["versions"]] == ["v1", "v2"]
     inline = next(f for f in man["files"] if f["filename"] == "main")["versions"][0]
     assert inline["extracted_inline"] is True and inline["version"] == "inline"
-    assert inline["downloaded_to"].endswith("assets/files/main.code_0123456789a.md")
+    assert inline["downloaded_to"] == "assets/files/main.code_0123456789a.md"
     # A backfill marked one version expired and registered another one: both survive.
     b["versions"][0]["asset_expired"] = True
     man["files"].append(
@@ -415,3 +415,27 @@ def test_unchanged_files_keep_mtime(tmp_path: Path) -> None:
     os.utime(p, ns=(1, 1))
     write(tmp_path, conv())
     assert p.stat().st_mtime_ns == 1
+
+
+def test_inline_dest_name_from_parser_is_hardened(tmp_path: Path) -> None:
+    a = Asset(
+        uuid="u1",
+        asset_type="ASSET_DIFF",
+        filename="x",
+        extracted_inline=True,
+        inline_kind="diff",
+        inline_content="+1",
+        dest_name="../../etc/passwd.diff.md",
+    )
+    b = Asset(
+        uuid="u2",
+        asset_type="CODE_ASSET",
+        filename="y",
+        extracted_inline=True,
+        inline_kind="code",
+        inline_content="p",
+        dest_name="y.code_u2abcdef.md",
+    )
+    r = write(tmp_path, conv(assets=[a, b]))
+    names = sorted(p.name for p in (r.directory / "assets/files").iterdir())
+    assert names == ["_.._etc_passwd.diff.md", "y.code_u2abcdef.md"]

@@ -40,10 +40,15 @@ def _unique_prefixes(uuids: list[str]) -> dict[str, str]:
 def inline_file_names(assets: list[Asset]) -> dict[int, str]:
     """`id(asset) -> file name` for the inline assets: `⟨safe_stem⟩.⟨kind⟩.md` (§5.9)."""
     groups: dict[str, list[Asset]] = defaultdict(list)
+    names: dict[int, str] = {}
     for a in inline_assets(assets):
+        if a.dest_name:
+            # The parser already applied §5.9 (collision suffixes included); the stem rules
+            # here only harden it (no leading dot, no separator, byte cap).
+            names[id(a)] = safe_stem(a.dest_name, 250)
+            continue
         kind = safe_stem(a.inline_kind or "code", 16)
         groups[f"{safe_stem(a.filename or a.uuid)}.{kind}"].append(a)
-    names: dict[int, str] = {}
     for base, members in groups.items():
         if len(members) == 1:
             names[id(members[0])] = f"{base}.md"
@@ -77,15 +82,21 @@ def _existing_versions(manifest: JSON | None) -> dict[tuple[str, str], tuple[str
     return out
 
 
-def _relocate(downloaded_to: str, thread_dir: Path) -> str:
-    """Keep a recorded path unless the file now lives in this (merged/moved) directory."""
+def normalize_downloaded_to(downloaded_to: str, thread_dir: Path) -> str:
+    """`assets/files/⟨name⟩` (relative to the thread directory) when that file exists here.
+
+    The protocol records `str(⟨thread_dir⟩/assets/files/⟨name⟩)`, which embeds wherever the
+    archive happened to live (and the CWD for a relative --out): a moved or copied archive
+    would then re-render to different bytes. A thread-relative path survives moves, date
+    merges and copies; readers resolve any form by its file name under assets/files.
+    Paths whose file is absent are kept verbatim (a failed or purged download).
+    """
     if not downloaded_to:
         return ""
     name = Path(downloaded_to).name
-    here = thread_dir / FILES_DIR / name
-    if Path(downloaded_to).parent.parent.parent.name == thread_dir.name:
-        return downloaded_to
-    return str(here) if here.exists() else downloaded_to
+    if name and (thread_dir / FILES_DIR / name).is_file():
+        return f"{FILES_DIR}/{name}"
+    return downloaded_to
 
 
 def _version_entry(a: Asset, old: JSON | None) -> JSON:
@@ -126,7 +137,7 @@ def build_manifest(assets: list[Asset], thread_dir: Path, existing: JSON | None)
             continue
         seen.add(key)
         entry = _version_entry(a, old.get(key, ("", None))[1])
-        entry["downloaded_to"] = _relocate(str(entry["downloaded_to"]), thread_dir)
+        entry["downloaded_to"] = normalize_downloaded_to(str(entry["downloaded_to"]), thread_dir)
         groups[a.filename or a.uuid or "unknown"].append(entry)
     # Versions only the disk knows (registered by a backfill) are kept: nothing lost.
     for key, (fname, v) in sorted(old.items()):

@@ -69,6 +69,9 @@ def build_thread_json(
     if conv.answer_variants:
         fresh["answer_variants"] = conv.answer_variants
     existing = existing or {}
+    if conv.thread_access is None and existing.get("threadAccess") is not None:
+        # The earlier tool recorded a value here that the raw files do not carry; keep it.
+        fresh["threadAccess"] = existing["threadAccess"]
     if "remote_deleted" in existing:
         fresh["remote_deleted"] = existing["remote_deleted"]
     doc = {k: fresh[k] for k in KEY_ORDER if k in fresh}

@@ -169,7 +169,7 @@ def write_thread(
     for a in asset_files.inline_assets(conv.assets):
         rel = f"{asset_files.FILES_DIR}/{names[id(a)]}"
         sink.put(rel, a.inline_content, durable=False)
-        a.downloaded_to = str(directory / rel)
+        a.downloaded_to = rel
     for rel in sorted(rendered):
         sink.put(rel, rendered[rel], durable=False)
     turns_dir = directory / "turns"

@@ -38,9 +38,15 @@ def default_engine() -> Engine:
     )
 
 
-def index_row_from_thread_json(doc: JSON) -> JSON:
-    """Index-row hints rebuilt from a stored thread.json (keys of the library listing)."""
-    return {
+def index_row_from_thread_json(doc: JSON, mode_folder: str = "") -> JSON:
+    """Index-row hints rebuilt from a stored thread.json (keys of the library listing).
+
+    The mode detected at export time (thread.json `mode`, else the `⟨mode⟩` folder) becomes
+    the row's `mode`: offline it is the only trace of a computer thread whose plain payload
+    looks like a search (old archives without `url`).
+    """
+    mode = str(doc.get("mode") or mode_folder)
+    row: JSON = {
         "entryUUID": doc.get("web_uuid"),
         "title": doc.get("title"),
         "lastUpdated": doc.get("lastUpdated"),
@@ -49,6 +55,9 @@ def index_row_from_thread_json(doc: JSON) -> JSON:
         "url": doc.get("url"),
         "export_via": doc.get("export_via"),
     }
+    if mode == "computer":
+        row["mode"] = "COMPUTER"
+    return row
 
 
 def render_files(

@@ -150,7 +150,7 @@ def _rerender_thread(
     conv = engine.parse(
         plain,
         blocks,
-        index_row_from_thread_json(doc),
+        index_row_from_thread_json(doc, directory.parent.name),
         web_uuid=web_uuid,
         url=str(doc.get("url") or ""),
         export_via=str(doc.get("export_via") or ""),
