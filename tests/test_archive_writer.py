@@ -439,3 +439,22 @@ def test_inline_dest_name_from_parser_is_hardened(tmp_path: Path) -> None:
     r = write(tmp_path, conv(assets=[a, b]))
     names = sorted(p.name for p in (r.directory / "assets/files").iterdir())
     assert names == ["_.._etc_passwd.diff.md", "y.code_u2abcdef.md"]
+
+
+@pytest.mark.parametrize(
+    ("data", "live"),
+    [
+        (b'{"read_write_token": "abc"}', True),
+        (b'{"read_write_token":"abc"}', True),
+        (b'{"read_write_token": "<redacted>"}', False),
+        (b'{"read_write_token": ""}', False),
+        (b'{"read_write_token": null}', False),
+        (b'{"x": 1}', False),
+        (b'[{"read_write_token": "<redacted>"}, {"read_write_token": "t"}]', True),
+    ],
+)
+def test_has_live_token(data: bytes, live: bool) -> None:
+    from pplx_export.archive.raw import has_live_token
+
+    assert has_live_token(data) is live
+    assert (redact_tokens(json.loads(data))[1] > 0) is live

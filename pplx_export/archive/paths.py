@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -124,24 +125,40 @@ def is_thread_dir_name(name: str) -> bool:
     return not name.startswith(".") and not name.startswith(TEMP_PREFIX)
 
 
-def iter_thread_dirs(root: Path) -> list[Path]:
-    """Every `⟨account⟩/⟨mode⟩/⟨dir⟩` holding a thread.json or raw_entries.json, sorted."""
-    found: list[Path] = []
-    root = Path(root)
-    if not root.is_dir():
-        return found
-    for account in sorted(root.iterdir()):
-        if not account.is_dir() or account.name.startswith(".") or account.name in RESERVED_TOP:
+def _subdirs(path: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(path) as it:
+            return sorted(
+                (e for e in it if e.is_dir() and not e.name.startswith(".")), key=lambda e: e.name
+            )
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def iter_thread_rels(root: Path) -> list[str]:
+    """`⟨account⟩/⟨mode⟩/⟨dir⟩` of every directory with a thread.json or raw_entries.json.
+
+    os.scandir and plain strings, not pathlib: this runs over every directory on each
+    (no-op) re-render, where it is most of the cost.
+    """
+    found: list[str] = []
+    for account in _subdirs(str(root)):
+        if account.name in RESERVED_TOP:
             continue
-        for mode in sorted(account.iterdir()):
-            if not mode.is_dir() or mode.name.startswith("."):
-                continue
-            for d in sorted(mode.iterdir()):
-                if not d.is_dir() or not is_thread_dir_name(d.name):
+        for mode in _subdirs(account.path):
+            for d in _subdirs(mode.path):
+                if not is_thread_dir_name(d.name):
                     continue
-                if (d / "thread.json").is_file() or (d / "raw_entries.json").is_file():
-                    found.append(d)
+                if os.path.isfile(d.path + "/thread.json") or os.path.isfile(
+                    d.path + "/raw_entries.json"
+                ):
+                    found.append(f"{account.name}/{mode.name}/{d.name}")
     return found
+
+
+def iter_thread_dirs(root: Path) -> list[Path]:
+    """Every thread directory under root, sorted (see `iter_thread_rels`)."""
+    return [Path(root) / rel for rel in iter_thread_rels(root)]
 
 
 def read_web_uuid(directory: Path) -> str | None:

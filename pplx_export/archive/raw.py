@@ -7,12 +7,22 @@ unescaped, no trailing newline, the same bytes as the earlier tool), written dur
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 RAW_ENTRIES = "raw_entries.json"
 RAW_BLOCKS = "raw_blocks.json"
 TOKEN_KEY = "read_write_token"
 REDACTED = "<redacted>"
+
+
+# A token key whose value is a non-empty string other than the redaction marker.
+_LIVE_TOKEN = re.compile(rb'"read_write_token"\s*:\s*"(?!<redacted>")[^"]')
+
+
+def has_live_token(data: bytes) -> bool:
+    """Cheap byte scan: could this raw file still hold a write token?"""
+    return _LIVE_TOKEN.search(data) is not None
 
 
 def redact_tokens(obj: Any) -> tuple[Any, int]:

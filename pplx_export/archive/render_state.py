@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -52,17 +53,18 @@ def fingerprint(thread_dir: Path, renderer: str, lang: str) -> JSON:
     return {"renderer": renderer, "lang": lang, "files": files}
 
 
-def is_fresh(entry: Any, thread_dir: Path, renderer: str, lang: str) -> bool:
+def is_fresh(entry: Any, thread_dir: Path | str, renderer: str, lang: str) -> bool:
     """True when `thread_dir` would render exactly as recorded in `entry`."""
     if not isinstance(entry, dict) or entry.get("renderer") != renderer:
         return False
     if entry.get("lang") != lang or not isinstance(entry.get("files"), dict):
         return False
     recorded: dict[str, Any] = entry["files"]
+    base = str(thread_dir) + os.sep
+    # Plain os.stat on strings: this is the whole cost of a no-op `--changed-only` run.
     for rel in INPUTS:
-        path = thread_dir / rel
         try:
-            st = path.stat()
+            st = os.stat(base + rel)
         except FileNotFoundError:
             if rel in recorded:
                 return False
@@ -72,7 +74,7 @@ def is_fresh(entry: Any, thread_dir: Path, renderer: str, lang: str) -> bool:
             return False
         if rec[0] == st.st_size and rec[1] == st.st_mtime_ns:
             continue
-        if rec[0] != st.st_size or rec[2] != _sha256(path):
+        if rec[0] != st.st_size or rec[2] != _sha256(Path(thread_dir) / rel):
             return False
     return True
 

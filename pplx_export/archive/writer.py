@@ -3,9 +3,9 @@
 Online export and offline re-render both end here (product.md §2.1); the writer never knows
 where the raw came from beyond the `source` label. Every file is written atomically and only
 when its bytes change. Files that cannot be regenerated (raw responses, the assets
-manifest, the report body as downloaded, thread.json's state keys) are durable; derived files
-skip the fsyncs. thread.json is written last: a directory with a current thread.json has
-everything else on disk already.
+manifest and thread.json when an online export changed their state, the report body as
+downloaded) are durable; derived files skip the fsyncs. thread.json is written last: a
+directory with a current thread.json has everything else on disk already.
 """
 
 from __future__ import annotations
@@ -147,6 +147,9 @@ def write_thread(
     else:
         directory, merged = ensure_inside(root, Path(dest)), []
     result = WriteResult(directory=directory, merged_from=merged)
+    # Online, thread.json and the manifest record new state (export stamp, downloads) and
+    # are durable; offline only their derived keys change, which a re-render can redo.
+    online = source == "online"
     sink = _Sink(directory, result, dry_run)
 
     try:
@@ -184,7 +187,7 @@ def write_thread(
         conv.assets, directory, asset_files.load_manifest(directory)
     )
     if manifest is not None:
-        sink.put(asset_files.MANIFEST, asset_files.dump_manifest(manifest), durable=True)
+        sink.put(asset_files.MANIFEST, asset_files.dump_manifest(manifest), durable=online)
     exported_at: str | None
     if source == "online":
         exported_at = conv.exported_at or (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -193,7 +196,7 @@ def write_thread(
     else:
         exported_at = conv.exported_at or None
     doc = build_thread_json(conv, existing, exported_at=exported_at)
-    sink.put(THREAD_JSON, dump_thread_json(doc), durable=True)
+    sink.put(THREAD_JSON, dump_thread_json(doc), durable=online)
 
     # 4. Answer variants: warn on every online fetch, offline only when the list changed.
     records = variant_records(conv.web_uuid, conv.title, conv.answer_variants)

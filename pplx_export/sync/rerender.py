@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -25,8 +26,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pplx_export.archive.paths import iter_thread_dirs
-from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES
+from pplx_export.archive.paths import iter_thread_rels
+from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES, has_live_token
 from pplx_export.archive.render_state import fingerprint, is_fresh, load_state, save_state
 from pplx_export.archive.report_body import load_report_body
 from pplx_export.archive.thread_json import THREAD_JSON
@@ -103,12 +104,19 @@ class RerenderSummary:
         return "re-render: " + ", ".join(parts) + f" in {self.elapsed:.1f}s"
 
 
-def _load_json(path: Path) -> Any:
+def _read(path: Path) -> bytes:
     try:
-        return json.loads(path.read_bytes())
+        return path.read_bytes()
     except FileNotFoundError as exc:
         raise ArchiveError(f"{path.name} missing") from exc
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        raise ArchiveError(f"{path.name} unreadable: {exc}") from exc
+
+
+def _decode(path: Path, data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError as exc:
         raise ArchiveError(f"{path.name} unreadable: {exc}") from exc
 
 
@@ -137,15 +145,26 @@ def _rerender_thread(
 ) -> ThreadOutcome:
     engine = engine or default_engine()
     directory = root / rel
-    doc = _load_json(directory / THREAD_JSON)
+    doc = _decode(directory / THREAD_JSON, _read(directory / THREAD_JSON))
     if not isinstance(doc, dict) or not isinstance(doc.get("web_uuid"), str):
         raise ArchiveError("thread.json has no web_uuid")
-    plain = _load_json(directory / RAW_ENTRIES)
+    plain_bytes = _read(directory / RAW_ENTRIES)
+    plain = _decode(directory / RAW_ENTRIES, plain_bytes)
     if not isinstance(plain, dict):
         raise ArchiveError(f"{RAW_ENTRIES} is not a JSON object")
-    blocks = _load_json(directory / RAW_BLOCKS) if (directory / RAW_BLOCKS).exists() else None
-    if blocks is not None and not isinstance(blocks, dict):
+    try:
+        blocks_bytes: bytes | None = (directory / RAW_BLOCKS).read_bytes()
+    except FileNotFoundError:
+        blocks_bytes = None
+    blocks = None if blocks_bytes is None else _decode(directory / RAW_BLOCKS, blocks_bytes)
+    if blocks_bytes is not None and not isinstance(blocks, dict):
         raise ArchiveError(f"{RAW_BLOCKS} is not a JSON object")
+    # Walking the parsed tree for tokens costs as much as parsing it; a byte scan tells
+    # whether there is anything to redact at all (almost never, after the first run).
+    redact = has_live_token(plain_bytes) or (
+        blocks_bytes is not None and has_live_token(blocks_bytes)
+    )
+    del plain_bytes, blocks_bytes
     web_uuid: str = doc["web_uuid"]
     conv = engine.parse(
         plain,
@@ -171,6 +190,7 @@ def _rerender_thread(
         account_folder=directory.parent.parent.name,
         source="offline",
         dest=directory,
+        redact=redact,
         log_variants=False,
         dry_run=dry_run,
     )
@@ -219,22 +239,22 @@ def rerender(
     root = Path(root)
     engine = engine or default_engine()
     summary = RerenderSummary(dry_run=dry_run)
-    dirs = iter_thread_dirs(root)
+    rels = iter_thread_rels(root)
     if limit is not None:
-        dirs = dirs[:limit]
+        rels = rels[:limit]
     state = load_state(root)
     before = len(state)
     if limit is None:
         # Forget directories that no longer exist (merged, deleted by hand).
-        present = {d.relative_to(root).as_posix() for d in dirs}
+        present = set(rels)
         state = {k: v for k, v in state.items() if k in present}
     if on_total:
-        on_total(len(dirs))
+        on_total(len(rels))
     todo: list[str] = []
     dirty = len(state) != before
-    for d in dirs:
-        rel = d.relative_to(root).as_posix()
-        if changed_only and is_fresh(state.get(rel), d, engine.version, lang):
+    prefix = str(root) + os.sep
+    for rel in rels:
+        if changed_only and is_fresh(state.get(rel), prefix + rel, engine.version, lang):
             o = ThreadOutcome(rel, "skipped")
             summary.add(o)
             if on_progress:
