@@ -40,13 +40,18 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def fingerprint(thread_dir: Path, renderer: str, lang: str) -> JSON:
+def fingerprint(
+    thread_dir: Path, renderer: str, lang: str, known: dict[str, str] | None = None
+) -> JSON:
+    """The record for `thread_dir` now. `known` holds sha256 digests the caller just
+    computed from the bytes on disk (the writer's, the raw files it read), to skip re-reads."""
     files: dict[str, list[Any]] = {}
+    known = known or {}
     for rel in INPUTS:
         path = thread_dir / rel
         try:
             st = path.stat()
-            digest = _sha256(path)
+            digest = known.get(rel) or _sha256(path)
         except FileNotFoundError:
             continue
         files[rel] = [st.st_size, st.st_mtime_ns, digest]

@@ -10,6 +10,7 @@ directory with a current thread.json has everything else on disk already.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from collections.abc import Mapping
@@ -52,6 +53,8 @@ class WriteResult:
     merged_from: list[Path] = field(default_factory=list)
     variant_hits: list[JSON] = field(default_factory=list)  # records worth a WARNING
     redacted_tokens: int = 0
+    # sha256 of every file put, as it is now on disk: spares the render fingerprint a re-read.
+    digests: dict[str, str] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -68,15 +71,16 @@ class _Sink:
 
     def put(self, rel: str, data: str | bytes, *, durable: bool) -> None:
         path = self.directory / rel
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        self.result.digests[rel] = hashlib.sha256(raw).hexdigest()
         if self.dry_run:
-            raw = data.encode("utf-8") if isinstance(data, str) else data
             try:
                 same = path.read_bytes() == raw
             except OSError:
                 same = False
             (self.result.unchanged if same else self.result.written).append(rel)
             return
-        if write_if_changed(path, data, durable=durable):
+        if write_if_changed(path, raw, durable=durable):
             self.result.written.append(rel)
         else:
             self.result.unchanged.append(rel)

@@ -14,6 +14,7 @@ token (archives of the earlier tool) is rewritten once with the token redacted, 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -164,6 +165,9 @@ def _rerender_thread(
     redact = has_live_token(plain_bytes) or (
         blocks_bytes is not None and has_live_token(blocks_bytes)
     )
+    known = {RAW_ENTRIES: hashlib.sha256(plain_bytes).hexdigest()}
+    if blocks_bytes is not None:
+        known[RAW_BLOCKS] = hashlib.sha256(blocks_bytes).hexdigest()
     del plain_bytes, blocks_bytes
     web_uuid: str = doc["web_uuid"]
     conv = engine.parse(
@@ -201,7 +205,9 @@ def _rerender_thread(
         files_removed=len(result.removed),
         redacted_tokens=result.redacted_tokens,
         variant_hits=result.variant_hits,
-        fingerprint=None if dry_run else fingerprint(directory, engine.version, lang),
+        fingerprint=None
+        if dry_run
+        else fingerprint(directory, engine.version, lang, {**known, **result.digests}),
     )
 
 
