@@ -61,3 +61,32 @@ def test_zh_labels_rewrite_markdown_only(archive: Path) -> None:
     raw = (d / "raw_entries.json").read_bytes()
     rerender(archive, lang="en")
     assert (d / "raw_entries.json").read_bytes() == raw
+
+
+def test_online_export_then_rerender_is_a_noop(tmp_path: Path) -> None:
+    """Online export and re-render share one assembly path: re-render changes nothing."""
+    from pplx_export.parse import parse_thread
+    from pplx_export.sync.assemble import export_conversation, index_row_from_thread_json
+
+    root = tmp_path / "fresh"
+    for src in sorted(FIXTURES.glob("*/*/*")):
+        doc = json.loads((src / "thread.json").read_text(encoding="utf-8"))
+        plain = json.loads((src / "raw_entries.json").read_bytes())
+        blocks_path = src / "raw_blocks.json"
+        blocks = json.loads(blocks_path.read_bytes()) if blocks_path.exists() else None
+        conv = parse_thread(
+            plain,
+            blocks,
+            index_row_from_thread_json(doc, src.parent.name),
+            web_uuid=doc["web_uuid"],
+            url=doc.get("url") or "",
+            export_via=doc.get("export_via") or "",
+        )
+        r = export_conversation(root, conv, account_folder=src.parent.parent.name)
+        assert r.directory.relative_to(root).parts[:2] == src.relative_to(FIXTURES).parts[:2]
+        assert json.loads((r.directory / "thread.json").read_text())["exported_at"]
+    before = snapshot(root)
+    s = rerender(root)
+    assert s.failed == 0 and s.written == 0, s
+    after = {k: v for k, v in snapshot(root).items() if k != STATE_NAME}
+    assert after == before

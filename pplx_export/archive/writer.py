@@ -96,10 +96,15 @@ def _check_rel(rel: str) -> None:
         raise ArchiveError(f"renderer produced an unexpected file name: {rel!r}")
 
 
-def resolve_dir(
+def prepare_thread_dir(
     root: Path, conv: Conversation, account_folder: str, *, dry_run: bool
 ) -> tuple[Path, list[Path]]:
-    """The canonical directory, after merging every other directory of this thread into it."""
+    """The canonical directory, after merging every other directory of this thread into it.
+
+    The online pipeline calls this before downloading assets (they go to
+    `⟨dir⟩/assets/files/`), then `write_thread(..., dest=dir)`; without `dest`,
+    write_thread calls it itself.
+    """
     target = thread_dir(
         root, account_folder, conv.mode, conv.last_updated, conv.title, conv.web_uuid
     )
@@ -147,7 +152,7 @@ def write_thread(
         _check_rel(rel)
     root = Path(root)
     if dest is None:
-        directory, merged = resolve_dir(root, conv, account_folder, dry_run=dry_run)
+        directory, merged = prepare_thread_dir(root, conv, account_folder, dry_run=dry_run)
     else:
         directory, merged = ensure_inside(root, Path(dest)), []
     result = WriteResult(directory=directory, merged_from=merged)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from pplx_export.archive.writer import WriteResult, write_thread
 from pplx_export.models import JSON, Conversation
 
 ParseFn = Callable[..., Conversation]
@@ -68,3 +70,31 @@ def render_files(
     if report_body is not None and conv.report is not None:
         files["report.md"] = engine.render_report(conv, report_body, lang)
     return files
+
+
+def export_conversation(
+    root: Path,
+    conv: Conversation,
+    *,
+    account_folder: str,
+    lang: str = "en",
+    report_body: str | None = None,
+    dest: Path | None = None,
+    engine: Engine | None = None,
+) -> WriteResult:
+    """Online export's last step: render and write a freshly fetched thread.
+
+    `conv.assets[].downloaded_to` must already name the downloaded files (use
+    `archive.writer.prepare_thread_dir` to learn the directory before downloading).
+    """
+    engine = engine or default_engine()
+    rendered = render_files(engine, conv, lang, report_body)
+    return write_thread(
+        root,
+        conv,
+        rendered,
+        account_folder=account_folder,
+        source="online",
+        report_body=report_body,
+        dest=dest,
+    )
