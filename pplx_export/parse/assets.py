@@ -100,7 +100,17 @@ def candidate_assets(entries: list[Any]) -> list[dict[str, Any]]:
             plan = as_dict(block.get("plan_block"))
             for step in dicts(plan.get("steps")):
                 out.extend(dicts(step.get("assets")))
-    return out
+    # Not in §5.9: the same asset listed by two blocks would otherwise become two
+    # "versions" of itself (and two downloads); the first listing of a uuid wins.
+    seen: set[str] = set()
+    unique = []
+    for asset in out:
+        uuid = as_str(asset.get("uuid"))
+        if uuid and uuid in seen:
+            continue
+        seen.add(uuid)
+        unique.append(asset)
+    return unique
 
 
 def file_object(asset: dict[str, Any]) -> dict[str, Any]:
@@ -145,7 +155,7 @@ def asset_type_of(asset: dict[str, Any]) -> str:
 
 def dest_name(filename: str, asset_type: str, version: str, n_versions: int) -> str:
     stem, dot, ext = filename.rpartition(".")
-    if not (dot and stem and ext.lower() in KNOWN_EXTS):
+    if not (dot and ext.lower() in KNOWN_EXTS):
         stem, ext = filename, ASSET_TYPE_EXT.get(asset_type, "bin") if asset_type else "bin"
     stem = safe_stem(stem)
     if n_versions > 1:

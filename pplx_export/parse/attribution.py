@@ -43,8 +43,14 @@ def anchored_ids(main_entries: list[Any]) -> set[str]:
     return out
 
 
-def is_stub_entry(entry: dict[str, Any]) -> bool:
-    return entry.get("trigger") == STUB_TRIGGER and count_wf_steps(entry) == 0
+def is_stub_entry(entry: dict[str, Any], plain_trigger: Any = None) -> bool:
+    """§5.6: trigger `subagent_result` and no workflow step in any block.
+
+    The trigger is read from the schematized entry; its plain twin's value stands in only
+    when the schematized entry carries none.
+    """
+    trigger = entry.get("trigger") or plain_trigger
+    return trigger == STUB_TRIGGER and count_wf_steps(entry) == 0
 
 
 def _bg_updated(bg: dict[str, Any]) -> str:
@@ -63,18 +69,24 @@ def _effective_time(wp: dict[str, Any], bg: dict[str, Any]) -> Any:
     return None
 
 
-def attribute(turns: list[Turn], main_entries: list[Any], bg_entries: list[Any]) -> Attribution:
+def attribute(
+    turns: list[Turn],
+    main_entries: list[Any],
+    bg_entries: list[Any],
+    plain_entries: list[Any] | None = None,
+) -> Attribution:
     """Run the waterfall. `turns` are sorted and indexed; schematized entries pair by uuid."""
     result = Attribution(anchored=anchored_ids(main_entries))
     by_uuid = {as_str(e.get("uuid")): e for e in dicts(main_entries) if as_str(e.get("uuid"))}
+    triggers = {as_str(e.get("uuid")): e.get("trigger") for e in dicts(plain_entries)}
     stubs = []
     for turn in turns:
         entry = by_uuid.get(turn.uuid)
-        if entry is None or not is_stub_entry(entry):
+        if entry is None or not is_stub_entry(entry, triggers.get(turn.uuid)):
             continue
-        result.stub_turns.add(turn.index)
         moment = from_us(turn.created_us)
         if moment is not None:
+            result.stub_turns.add(turn.index)
             stubs.append((turn.index, moment))
 
     # Every top-level payload not anchored is a candidate for ② or goes to ③.

@@ -81,18 +81,27 @@ def plain_steps(plain: dict[str, Any]) -> list[Step]:
     return [s for e in dicts(plain.get("entries")) for s in decode_steps(e.get("text"))]
 
 
+def plain_mode(
+    plain: dict[str, Any], index_row: dict[str, Any] | None = None, url: str = ""
+) -> tuple[str, list[str]]:
+    """detect_mode straight from a merged plain response (before any blocks fetch)."""
+    if not isinstance(plain, dict):
+        return "search", []
+    entries = dicts(plain.get("entries"))
+    metadata = as_dict(plain.get("thread_metadata"))
+    return detect_mode(metadata, index_row, url, plain_steps(plain), entries)
+
+
 def needs_blocks(
     plain: dict[str, Any], index_row: dict[str, Any] | None = None, url: str = ""
 ) -> bool:
     """§2.4: fetch the schematized response for block modes, or when `search` is uncertain."""
     if not isinstance(plain, dict):
         return False
-    entries = dicts(plain.get("entries"))
-    metadata = as_dict(plain.get("thread_metadata"))
-    mode, _ = detect_mode(metadata, index_row, url, plain_steps(plain), entries)
+    mode, _ = plain_mode(plain, index_row, url)
     if mode in BLOCK_MODES:
         return True
-    return not any(as_str(e.get("display_model")) for e in entries)
+    return not any(as_str(e.get("display_model")) for e in dicts(plain.get("entries")))
 
 
 def aggregate_search_mode(entries: list[Any]) -> str:
@@ -119,6 +128,7 @@ _DISPLAY_MODEL_HEURISTIC = {
 def row_matches_mode(row: dict[str, Any], mode: str) -> bool:
     """§4.4 `batch --mode` filter on an index row."""
     row = as_dict(row)
+    mode = mode.strip().lower()
     known = SEARCH_MODE_MAP.get(as_str(row.get("search_mode")).upper())
     if known is not None:
         return known == mode

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from pplx_export.models import Citation, Step, SubAgent
@@ -87,44 +87,51 @@ def council_map(main_entries: list[Any]) -> dict[str, SubAgent]:
     return out
 
 
-def _background_meta(
-    bg_entries: list[Any],
-) -> dict[str, tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
-    """sid -> (root status, locked_reason, schematized bg entry, its top-level payload)."""
-    meta: dict[str, tuple[str, str, dict[str, Any], dict[str, Any] | None]] = {}
+@dataclass
+class _BgRun:
+    """What a schematized background entry says about its sub-agent run."""
+
+    status: str  # the root block status: the run's true status (§3.8)
+    locked_reason: str
+    entry: dict[str, Any]
+    payload: dict[str, Any] | None  # its top-level payload with the run id, if any
+
+
+def _run_id(bg: dict[str, Any]) -> tuple[str, str]:
+    """(sid, root status): the first `run_subagent` step id across the entry's blocks.
+
+    Not in §5.5: without such a step, the first top-level payload id names the run; pairing
+    on it keeps the entry's true status and steps instead of losing them.
+    """
+    blocks = workflow_blocks(bg)
+    for wf in blocks:
+        for step in dicts(wf.get("steps")):
+            if step.get("tool_name") == "run_subagent" and as_str(step.get("id")):
+                return as_str(step.get("id")), as_str(wf.get("status"))
+    for wf in blocks:
+        for step in dicts(wf.get("steps")):
+            for item in dicts(step.get("items")):
+                wid = as_str(as_dict(item_payload(item)).get("id"))
+                if wid:
+                    return wid, as_str(wf.get("status"))
+    return "", ""
+
+
+def _background_runs(bg_entries: list[Any]) -> dict[str, _BgRun]:
+    runs: dict[str, _BgRun] = {}
     for bg in dicts(bg_entries):
-        sid, status = "", ""
-        for wf in workflow_blocks(bg):
-            for step in dicts(wf.get("steps")):
-                if step.get("tool_name") == "run_subagent" and as_str(step.get("id")):
-                    sid, status = as_str(step.get("id")), as_str(wf.get("status"))
-                    break
-            if sid:
-                break
-        payloads = top_level_payloads(bg)
-        if not sid:
-            # Not in §5.5: a background entry without a run_subagent step still names its
-            # run in the top-level payload id; pairing on it keeps its status and steps.
-            for wf in workflow_blocks(bg):
-                ids = [
-                    as_str(wp.get("id"))
-                    for wp in top_level_payloads({"blocks": [{"workflow_block": wf}]})
-                ]
-                ids = [i for i in ids if i]
-                if ids:
-                    sid, status = ids[0], as_str(wf.get("status"))
-                    break
-        if not sid or sid in meta:
+        sid, status = _run_id(bg)
+        if not sid or sid in runs:
             continue
-        top = next((wp for wp in payloads if as_str(wp.get("id")) == sid), None)
-        meta[sid] = (status, as_str(bg.get("locked_reason")), bg, top)
-    return meta
+        top = next((wp for wp in top_level_payloads(bg) if as_str(wp.get("id")) == sid), None)
+        runs[sid] = _BgRun(status, as_str(bg.get("locked_reason")), bg, top)
+    return runs
 
 
 def computer_map(
     main_entries: list[Any], bg_entries: list[Any], bg_plain: list[Any], plain_main: list[Any]
 ) -> dict[str, SubAgent]:
-    meta = _background_meta(bg_entries)
+    runs = _background_runs(bg_entries)
     plain_by_uuid = {as_str(e.get("uuid")): e for e in dicts(bg_plain) if as_str(e.get("uuid"))}
     main_locked = {as_str(e.get("uuid")): as_str(e.get("locked_reason")) for e in dicts(plain_main)}
     out: dict[str, SubAgent] = {}
@@ -141,7 +148,7 @@ def computer_map(
                 if not sid or sid in out:
                     continue
                 out[sid] = _computer_agent(
-                    sid, step, wp, meta.get(sid), plain_by_uuid, entry_locked
+                    sid, step, wp, runs.get(sid), plain_by_uuid, entry_locked
                 )
     return out
 
@@ -150,7 +157,7 @@ def _computer_agent(
     sid: str,
     step: dict[str, Any],
     wp: dict[str, Any],
-    meta: tuple[str, str, dict[str, Any], dict[str, Any] | None] | None,
+    run: _BgRun | None,
     plain_by_uuid: dict[str, dict[str, Any]],
     entry_locked: str,
 ) -> SubAgent:
@@ -165,10 +172,10 @@ def _computer_agent(
         started_at=as_str(wp.get("started_at")),
         completed_at=as_str(wp.get("completed_at")),
     )
-    if meta is None:
+    if run is None:
         return sub
-    status, locked, bg_sch, top = meta
-    sub.status, sub.locked_reason = status, locked
+    bg_sch, top = run.entry, run.payload
+    sub.status, sub.locked_reason = run.status, run.locked_reason
     if top is not None:
         sub.prompt = sub.prompt or prompt_of(top)
         sub.started_at = as_str(top.get("started_at")) or sub.started_at

@@ -53,6 +53,24 @@ def merge_pages(pages: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
+def row_from_thread_json(thread_json: dict[str, Any]) -> dict[str, Any]:
+    """The index row an offline re-render passes: identity, space and dates from thread.json.
+
+    The stored mode goes in as the row mode, so a thread whose payload carries no mode signal
+    (no search_mode, no display_model) keeps the mode it was archived under.
+    """
+    tj = as_dict(thread_json)
+    return {
+        "title": as_str(tj.get("title")),
+        "entryUUID": as_str(tj.get("web_uuid")),
+        "mode": as_str(tj.get("mode")).upper(),
+        "lastUpdated": as_str(tj.get("lastUpdated")),
+        "space": tj.get("space") if isinstance(tj.get("space"), dict) else None,
+        "authorUsername": as_str(tj.get("author")),
+        "threadAccess": tj.get("threadAccess"),
+    }
+
+
 def space_of(index_row: dict[str, Any] | None, entries: list[Any]) -> Space | None:
     """Index row `space` or `collection`; with no row at all, the entry's collection_info."""
     if index_row is not None:
@@ -116,7 +134,7 @@ def _turn_sub_agents(turn: Turn, sub_map: dict[str, SubAgent]) -> list[SubAgent]
         if anchor_payload(step) is None:
             continue
         sub = sub_map.get(step_sid(step))
-        if sub is not None and sub not in out:
+        if sub is not None and all(sub is not seen for seen in out):
             out.append(sub)
     return out
 
@@ -145,7 +163,7 @@ def _attach_workflow(conv: Conversation, plain: dict[str, Any], blocks: dict[str
     conv.sub_agents = build_sub_map(
         main, background, dicts(plain.get("background_entries")), dicts(plain.get("entries"))
     )
-    result = attribute(conv.turns, main, background)
+    result = attribute(conv.turns, main, background, dicts(plain.get("entries")))
     for turn in conv.turns:
         turn.is_stub = turn.index in result.stub_turns
         turn.stub_wfs = result.stub_wfs.get(turn.index, [])
@@ -165,12 +183,13 @@ def parse_thread(
     exported_at: str = "",
 ) -> Conversation:
     """Build the Conversation. Raises SchemaError only when nothing can be parsed at all."""
+    row = index_row if isinstance(index_row, dict) else None
+    name = web_uuid or as_str(as_dict(row).get("entryUUID"))
     if not isinstance(plain, dict):
-        raise SchemaError("plain thread response is not a JSON object", thread=web_uuid, path="$")
+        raise SchemaError("plain thread response is not a JSON object", thread=name, path="$")
     entries = plain.get("entries")
     if not isinstance(entries, list):
-        raise SchemaError("`entries` is not a list", thread=web_uuid, path="$.entries")
-    row = index_row if isinstance(index_row, dict) else None
+        raise SchemaError("`entries` is not a list", thread=name, path="$.entries")
     uuid = _web_uuid(web_uuid, row, entries)
     warnings: list[str] = []
     metadata = plain.get("thread_metadata")

@@ -30,11 +30,11 @@ def parse_iso(value: Any) -> datetime | None:
     text = _LONG_FRACTION.sub(r"\1", text)
     try:
         parsed = datetime.fromisoformat(text)
-    except ValueError:
+        if parsed.tzinfo is None:
+            return parsed.replace(tzinfo=UTC)
+        return parsed.astimezone(UTC)
+    except (ValueError, OverflowError):  # overflow: year 9999 with a negative offset
         return None
-    if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
 
 
 def from_us(value: int | None) -> datetime | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pplx_export.parse.lenient import as_str, dicts
@@ -40,3 +41,22 @@ def variant_record(entry: dict[str, Any]) -> dict[str, Any]:
 
 def find_variants(entries: list[Any]) -> list[dict[str, Any]]:
     return [variant_record(e) for e in dicts(entries) if is_variant(e.get("side_by_side_metadata"))]
+
+
+VARIANT_GUIDANCE = (
+    "the platform replaced this answer with an experiment variant; "
+    "the original sibling answer cannot be fetched (403) and is not archived"
+)
+
+
+def variant_log_line(
+    web_uuid: str, title: str, record: dict[str, Any], guidance: str = VARIANT_GUIDANCE
+) -> str:
+    """The §5.8 `ANSWER_VARIANT_DETECTED …` warning line for one record."""
+    return (
+        f"ANSWER_VARIANT_DETECTED thread={web_uuid} uuid8={web_uuid[:8]} "
+        f"title={json.dumps(title, ensure_ascii=False)} entry={record.get('entry_uuid', '')} "
+        f"sibling={record.get('sibling_uuid', '')} "
+        f"selection_status={record.get('selection_status') or 'UNSPECIFIED'} "
+        f"experiment_role={record.get('experiment_role', '')} | {guidance}"
+    )

@@ -14,24 +14,69 @@ from pplx_export.parse.lenient import as_dict, as_str, decode_json, dicts
 from pplx_export.render.context import Ctx
 from pplx_export.render.latex import norm
 from pplx_export.render.steps import novel_steps, render_steps, step_from_dict
-from pplx_export.render.text import details, join_blocks, model_links, squash
+from pplx_export.render.text import (
+    details,
+    join_blocks,
+    model_links,
+    one_line,
+    quote,
+    squash,
+    time_range,
+)
+
+
+def _roots(ctx: Ctx, run_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """(entry uuid, root workflow block) of the schematized background entries whose root
+    workflow has a step for the run (`toolu_X` or `toolu_X:workflow`)."""
+    if not run_id:
+        return []
+    ids = {run_id, f"{run_id}:workflow"}
+    out: list[tuple[str, dict[str, Any]]] = []
+    for entry in dicts(as_dict(ctx.conv.raw_blocks).get("background_entries")):
+        for block in dicts(entry.get("blocks")):
+            wf = as_dict(block.get("workflow_block"))
+            if any(as_str(s.get("id")) in ids for s in dicts(wf.get("steps"))):
+                out.append((as_str(entry.get("uuid")), wf))
+    return out
 
 
 def _entry_uuids(ctx: Ctx, run_id: str, bg_uuid: str) -> list[str]:
-    """Background entry uuids of the run: the known one, else the entry whose root workflow
-    has a step for the run (`toolu_X` or `toolu_X:workflow`)."""
     if bg_uuid:
         return [bg_uuid]
-    ids = {run_id, f"{run_id}:workflow"}
     out: list[str] = []
-    for entry in dicts(as_dict(ctx.conv.raw_blocks).get("background_entries")):
-        for block in dicts(entry.get("blocks")):
-            steps = dicts(as_dict(block.get("workflow_block")).get("steps"))
-            if any(as_str(s.get("id")) in ids for s in steps):
-                uuid = as_str(entry.get("uuid"))
-                if uuid and uuid not in out:
-                    out.append(uuid)
+    for uuid, _ in _roots(ctx, run_id):
+        if uuid and uuid not in out:
+            out.append(uuid)
     return out
+
+
+def background_payloads(ctx: Ctx, run_id: str) -> list[dict[str, Any]]:
+    """The run's own workflow payloads in its background entry (the complete copy; the one
+    in the launching turn can lag behind it)."""
+    out: list[dict[str, Any]] = []
+    for _, wf in _roots(ctx, run_id):
+        for step in dicts(wf.get("steps")):
+            for item in dicts(step.get("items")):
+                wp = as_dict(as_dict(item.get("payload")).get("workflow_payload"))
+                if as_str(wp.get("id")) == run_id and wp not in out:
+                    out.append(wp)
+    return out
+
+
+def launcher_line(ctx: Ctx, run_id: str) -> str:
+    """The background root's launcher step (`run_subagent`): title, tool and time."""
+    parts: list[str] = []
+    for _, wf in _roots(ctx, run_id):
+        for step in dicts(wf.get("steps")):
+            if as_str(step.get("id")) != run_id:
+                continue
+            title = one_line(as_str(step.get("title")))
+            tool = as_str(step.get("tool_name"))
+            text = " ".join(x for x in (f"`{tool}`" if tool else "", title) if x)
+            text += time_range(step.get("started_at"), step.get("completed_at"))
+            if text.strip() and text not in parts:
+                parts.append(text)
+    return quote(" · ".join(parts)) if parts else ""
 
 
 def _final_answer(steps: list[Step]) -> str:
@@ -63,11 +108,10 @@ def background_log(ctx: Ctx, wp: dict[str, Any], shown_md: str, bg_uuid: str = "
     steps = background_steps(ctx, as_str(wp.get("id")), bg_uuid)
     if not steps:
         return ""
-    shown = squash(shown_md)
-    extra = novel_steps(ctx, steps, shown)
+    extra = novel_steps(ctx, steps, shown_md)
     blocks = [render_steps(ctx, extra)] if extra else []
     answer = _final_answer(steps)
-    if answer.strip() and squash(answer) not in shown:
+    if answer.strip() and squash(answer) not in squash(shown_md):
         blocks.append(
             f"**{ctx.labels.conclusion}{ctx.labels.colon}**\n\n"
             + model_links(norm(answer.strip("\n")))

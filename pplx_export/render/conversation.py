@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pplx_export.models import AppendixItem
 from pplx_export.parse.lenient import as_str
-from pplx_export.render.background import background_log
+from pplx_export.render.background import background_log, launcher_line
 from pplx_export.render.context import Ctx
 from pplx_export.render.plan import plan_block
 from pplx_export.render.text import finish, join_blocks, one_line, quote, step_time
@@ -44,6 +44,7 @@ def appendix_item(ctx: Ctx, item: AppendixItem) -> str:
     return join_blocks(
         [
             quote(" · ".join(facts)),
+            launcher_line(ctx, as_str(wp.get("id"))),
             block,
             plan_block(ctx, {item.bg_uuid} - {""}),
             background_log(ctx, wp, block, item.bg_uuid),

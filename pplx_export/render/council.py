@@ -95,9 +95,7 @@ def _model_block(ctx: Ctx, wp: dict[str, Any]) -> str:
 def render_council_step(ctx: Ctx, i: int, step: dict[str, Any]) -> str:
     lb = ctx.labels
     title = one_line(as_str(step.get("title")))
-    head = step_heading(
-        ctx, i, step, title=f"{lb.council}" + (f"{lb.colon} {title}" if title else "")
-    )
+    head = step_heading(ctx, i, step, title=f"{lb.council}" + (f"{lb.sep}{title}" if title else ""))
     # step_heading appends the tool name; the council label already says what it is.
     head = head.replace(" (`council_research`)", "")
     payloads = council_payloads(step)

@@ -228,8 +228,8 @@ def render_workflow_item(ctx: Ctx, item: dict[str, Any], depth: int, seen: froze
     wp = workflow_payload(item)
     if as_str(wp.get("mode")) == "LLM_COUNCIL":
         return ""  # the council step renders it (council.py)
-    if is_anchor(wp) and as_str(wp.get("id")) in ctx.sub_map:
-        return ""  # the sub-agent step renders it from the sub-agent map
+    if depth == 0 and is_anchor(wp) and as_str(wp.get("id")) in ctx.sub_map:
+        return ""  # a top-level launch: the sub-agent step renders it from the sub-agent map
     if not dicts(wp.get("steps")) and not is_anchor(wp):
         headline = as_str(wp.get("headline")).strip()
         return ctx.labels.nested_empty + (f" {headline}" if headline else "")

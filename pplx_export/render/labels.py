@@ -16,6 +16,7 @@ from pplx_export.parse import interruptions
 class Labels:
     lang: str
     colon: str  # after a bold label
+    sep: str  # between a label and its text
     lparen: str
     rparen: str
     # conversation.md header / turn skeleton
@@ -23,6 +24,7 @@ class Labels:
     author: str
     turns: str
     citations: str
+    citations_n: str
     space: str
     turn: str
     query: str
@@ -108,7 +110,9 @@ class Labels:
     artifact_file: str
 
     def par(self, text: str) -> str:
-        """` (text)` / `（text）`: the language's parenthesised aside."""
+        """` (text)` / `（text）`: the language's parenthesised aside ("" in a blank catalog)."""
+        if not self.lparen and not self.rparen:
+            return ""
         return f"{self.lparen}{text}{self.rparen}"
 
     def tag(self, status: str | None, locked_reason: str | None = None) -> str:
@@ -124,12 +128,14 @@ class Labels:
 EN = Labels(
     lang="en",
     colon=":",
+    sep=": ",
     lparen=" (",
     rparen=")",
     mode="Mode",
     author="Author",
     turns="Turns",
     citations="Citations",
+    citations_n="citations: {n}",
     space="Space",
     turn="Turn",
     query="Query",
@@ -220,12 +226,14 @@ EN = Labels(
 ZH = Labels(
     lang="zh",
     colon="：",
+    sep="：",
     lparen="（",
     rparen="）",
     mode="模式",
     author="作者",
     turns="轮次",
     citations="引文",
+    citations_n="引文 {n}",
     space="空间",
     turn="Turn",
     query="Query",

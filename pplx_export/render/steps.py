@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+import re
+from dataclasses import fields, replace
 from typing import Any
 
 from pplx_export.models import Citation, Step
 from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts, first_str
 from pplx_export.render import items as it
 from pplx_export.render.context import Ctx
+from pplx_export.render.labels import Labels
 from pplx_export.render.text import (
     details,
     fenced,
@@ -176,45 +178,93 @@ def render_steps(ctx: Ctx, steps: list[Step]) -> str:
     return join_blocks([render_step(ctx, s) for s in steps])
 
 
-def novel_steps(ctx: Ctx, steps: list[Step], shown: str) -> list[Step]:
-    """The parts of `steps` whose content is not already in `shown` (a squashed text).
+# List-like steps are filtered element by element: (content key, element -> its text).
+_ELEMENTS: dict[str, tuple[str, Any]] = {
+    "SEARCH_WEB": (
+        "queries",
+        lambda q: first_str(q, "query", "text") if isinstance(q, dict) else as_str(q),
+    ),
+    "SEARCH_RESULTS": (
+        "web_results",
+        lambda r: first_str(as_dict(r), "name", "title") + first_str(as_dict(r), "url", "link"),
+    ),
+    "GET_URL_CONTENT": ("pages", lambda p: first_str(as_dict(p), "url", "link")),
+    "URL_NAVIGATE": ("urls", as_str),
+}
 
-    Workflow blocks are a second, sometimes lagging copy of an entry's plain tool steps;
-    rendering both in full would double every turn, rendering one alone can lose content.
-    Tool steps are filtered item by item, other steps whole.
+
+def content_only(ctx: Ctx) -> Ctx:
+    """The same context with every label blank: renders content without decoration."""
+    blank = {f.name: "" for f in fields(Labels) if f.name != "lang"}
+    return replace(ctx, labels=replace(ctx.labels, **blank))
+
+
+class Shown:
+    """Is a text already on the page? Compared on letters and digits only; short texts must
+    appear verbatim as whole words, so "ok" is not hidden by "broken"."""
+
+    def __init__(self, md: str) -> None:
+        self.md = md
+        self.squashed = squash(md)
+
+    def __contains__(self, text: str) -> bool:
+        sq = squash(text)
+        if not sq:
+            return True
+        if len(sq) >= 8:
+            return sq in self.squashed
+        pattern = r"(?<!\w)" + re.escape(text.strip()) + r"(?!\w)"
+        return re.search(pattern, self.md) is not None
+
+
+def novel_steps(ctx: Ctx, steps: list[Step], shown_md: str) -> list[Step]:
+    """The parts of `steps` whose content is not already in `shown_md`.
+
+    Workflow blocks are a second, sometimes lagging copy of an entry's plain steps; rendering
+    both in full would double every turn, rendering one alone can lose content. Tool steps
+    are filtered item by item, list-like steps element by element, other steps whole.
     """
+    return _novel(ctx, steps, Shown(shown_md))
+
+
+def _novel(ctx: Ctx, steps: list[Step], shown: Shown) -> list[Step]:
+    bare = content_only(ctx)
     out: list[Step] = []
     for step in steps:
+        kind = step.step_type
         items = as_list(step.content.get("workflow_items"))
-        if step.step_type == "COUNCIL_RESEARCH":
+        if kind == "COUNCIL_RESEARCH":
             reduced = _novel_council(ctx, step, shown)
             if reduced is not None:
                 out.append(reduced)
-        elif step.step_type in ("ASI_TOOL_INPUT", "ASI_TOOL_OUTPUT") and items:
-            keep = [i for i in items if squash(it.render_item(ctx, i)) not in shown]
+        elif kind in ("ASI_TOOL_INPUT", "ASI_TOOL_OUTPUT") and items:
+            keep = [i for i in items if it.render_item(bare, i) not in shown]
             if keep:
                 out.append(replace(step, content={**step.content, "workflow_items": keep}))
-        elif squash(render_step(ctx, step)) not in shown:
+        elif kind in _ELEMENTS:
+            key, text_of = _ELEMENTS[kind]
+            elems = [e for e in as_list(step.content.get(key)) if text_of(e) not in shown]
+            if elems:
+                out.append(replace(step, content={**step.content, key: elems}))
+        elif render_step(bare, step) not in shown:
             out.append(step)
     return out
 
 
-def _novel_council(ctx: Ctx, step: Step, shown: str) -> Step | None:
+def _novel_council(ctx: Ctx, step: Step, shown: Shown) -> Step | None:
     """A COUNCIL_RESEARCH step reduced to the model steps and answers not yet shown."""
     raw = dict(step.raw or step.content)
     states: dict[str, Any] = {}
     for model, state in as_dict(raw.get("model_states")).items():
         st = dict(as_dict(state))
-        keep = [
-            s
-            for s in dicts(st.get("steps"))
-            if squash(render_step(ctx, step_from_dict(s))) not in shown
-        ]
+        inner = _novel(ctx, [step_from_dict(s) for s in dicts(st.get("steps"))], shown)
+        st["steps"] = [{**s.raw, "content": s.content} for s in inner]
         answer = "".join(c for c in as_list(st.get("answer_chunks")) if isinstance(c, str))
-        st["steps"] = keep
-        if squash(answer) in shown:
+        if answer in shown:
             st["answer_chunks"] = []
-        if keep or st.get("answer_chunks"):
+        if as_str(st.get("mock_thought")) in shown:
+            st["mock_thought"] = ""
+        if st["steps"] or st.get("answer_chunks") or st.get("mock_thought"):
             states[model] = st
     if not states:
         return None

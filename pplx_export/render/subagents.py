@@ -7,11 +7,11 @@ from typing import Any
 from pplx_export.models import SubAgent, Turn
 from pplx_export.parse.lenient import as_list, as_str, dicts
 from pplx_export.render import items as it
-from pplx_export.render.background import background_log
+from pplx_export.render.background import background_log, background_payloads, launcher_line
 from pplx_export.render.context import Ctx
 from pplx_export.render.latex import norm
 from pplx_export.render.plan import plan_block
-from pplx_export.render.steps import render_steps
+from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.text import (
     details,
     join_blocks,
@@ -54,24 +54,34 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: dict[str, Any]) -> list[str]:
     model = as_str(wp.get("model"))
     if model:
         meta.append(f"{lb.model}: `{model}`")
-    blocks = [quote(" · ".join(meta))]
+    blocks = [quote(" · ".join(meta)), launcher_line(ctx, sub.sub_id)]
     prompt = sub.prompt or it.prompt_of(wp)
     if prompt.strip():
         blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(prompt.strip("\n")))
     blocks.append(plan_block(ctx, {sub.thread_uuid} - {""}, skip=sub.answer))
-    if sub.steps:
-        rendered = render_steps(ctx, sub.steps)
-        if rendered:
-            blocks.append(
-                details(lb.subagent_steps + lb.par(lb.steps_n.format(n=len(sub.steps))), rendered)
-            )
-    # The launching turn's copy of the run: shown as well, since it can hold steps the
-    # background entry lacks (and it is all there is when no background entry was paired).
-    parts, conclusion, cited = nested_body(ctx, wp, 0, frozenset({sub.sub_id}))
+    # Two copies of the run exist: the workflow payload in the launching turn (titled steps,
+    # may lag) and the background entry's step log (the parser's sub.steps). The payload is
+    # shown first; the log adds what the payload lacks (everything, when the payload is empty).
+    seen = frozenset({sub.sub_id})
+    copies = [p for p in background_payloads(ctx, sub.sub_id) if dicts(p.get("steps"))]
+    primary = copies[0] if copies else wp
+    parts, conclusion, cited = nested_body(ctx, primary, 0, seen)
+    shown_md = join_blocks(parts)
+    for other in [*copies[1:], wp] if copies else []:
+        more, more_conclusion, more_cited = nested_body(ctx, other, 0, seen, shown_md)
+        conclusion = conclusion if conclusion.strip() else more_conclusion
+        cited += [c for c in more_cited if c not in cited]
+        parts += more
+        shown_md = join_blocks(parts)
     if parts:
-        n = len(dicts(wp.get("steps")))
+        n = len(dicts(primary.get("steps")))
+        blocks.append(details(lb.subagent_payload_steps + lb.par(lb.steps_n.format(n=n)), shown_md))
+    # Citations are listed once at the end; they count as shown for the step log too.
+    extra = novel_steps(ctx, sub.steps, join_blocks([shown_md, *cited]))
+    rendered = render_steps(ctx, extra)
+    if rendered:
         blocks.append(
-            details(lb.subagent_payload_steps + lb.par(lb.steps_n.format(n=n)), join_blocks(parts))
+            details(lb.subagent_steps + lb.par(lb.steps_n.format(n=len(extra))), rendered)
         )
     answer = sub.answer if sub.answer.strip() else conclusion
     if answer.strip():
@@ -102,9 +112,7 @@ def render_subagent_step(ctx: Ctx, i: int, step: dict[str, Any]) -> str:
         status, lr = as_str(wp.get("status")), ctx.locked_reason
         start = as_str(wp.get("started_at")) or as_str(step.get("started_at"))
         end = as_str(wp.get("completed_at")) or as_str(step.get("completed_at"))
-    head = f"### {lb.step} {i} · {lb.subagent}{lb.colon} {one_line(headline)}" + time_range(
-        start, end
-    )
+    head = f"### {lb.step} {i} · {lb.subagent}{lb.sep}{one_line(headline)}" + time_range(start, end)
     tag = lb.tag(status, lr)
     if tag:
         head += f" · {tag}"
@@ -141,5 +149,5 @@ def render_stub_section(ctx: Ctx, turn: Turn) -> str:
     for wp in turn.stub_wfs:
         seen = frozenset({as_str(wp.get("id"))} - {""})
         block = nested(ctx, wp, 0, seen, lb.subagent, turn.metadata.locked_reason)
-        blocks += [block, background_log(ctx, wp, block)]
+        blocks += [launcher_line(ctx, as_str(wp.get("id"))), block, background_log(ctx, wp, block)]
     return join_blocks(blocks)

@@ -116,7 +116,9 @@ def join_blocks(blocks: list[str]) -> str:
 
 
 def finish(text: str) -> str:
-    """File text ending with exactly one newline."""
+    """File text with LF line ends only (payloads carry CRLF and lone CR in tool output),
+    ending with exactly one newline."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text.rstrip("\n") + "\n"
 
 
@@ -129,8 +131,10 @@ def summary_text(text: str) -> str:
 
 
 _NON_WORD = re.compile(r"[\W_]+")
+_LAYOUT_TAG = re.compile(r"</?(?:details|summary|br)>")
 
 
 def squash(text: str) -> str:
-    """Letters and digits only, case-folded: "is this content already shown?" checks."""
-    return _NON_WORD.sub("", text).casefold()
+    """Letters and digits only, case-folded, layout tags dropped: for "is this content
+    already shown?" checks."""
+    return _NON_WORD.sub("", _LAYOUT_TAG.sub("", text)).casefold()

@@ -11,7 +11,7 @@ from pplx_export.render.latex import norm
 from pplx_export.render.plan import plan_block
 from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.subagents import render_stub_section
-from pplx_export.render.text import finish, join_blocks, link, model_links, quote, squash, ts
+from pplx_export.render.text import finish, join_blocks, link, model_links, quote, ts
 from pplx_export.render.workflow import render_wf_block
 
 
@@ -32,7 +32,7 @@ def work_process(ctx: Ctx, turn: Turn) -> str:
     lb = ctx.labels
     if ctx.conv.mode in WORKFLOW_MODES and turn.wf_block is not None:
         wf_md = render_wf_block(ctx, turn.wf_block)
-        extra = novel_steps(ctx, turn.steps, squash(wf_md + "\n" + ctx.answer))
+        extra = novel_steps(ctx, turn.steps, wf_md + "\n" + ctx.answer)
         if not extra:
             return wf_md
         log = join_blocks([f"## {lb.step_log}", quote(lb.step_log_note), render_steps(ctx, extra)])

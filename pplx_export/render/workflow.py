@@ -48,9 +48,22 @@ def conclusion_of(wp: dict[str, Any]) -> str:
 
 
 def nested_body(
-    ctx: Ctx, wp: dict[str, Any], depth: int, seen: frozenset[str]
+    ctx: Ctx,
+    wp: dict[str, Any],
+    depth: int,
+    seen: frozenset[str],
+    shown_md: str | None = None,
 ) -> tuple[list[str], str, list[str]]:
-    """(body parts, conclusion, citation lines) of a nested workflow payload."""
+    """(body parts, conclusion, citation lines) of a nested workflow payload.
+
+    With `shown_md`, items whose content is already there are left out (a second copy of
+    the same run); step titles stay so the outline of the run remains visible.
+    """
+    # Imported here: steps.py renders workflow items, which render nested blocks.
+    from pplx_export.render.steps import Shown, content_only
+
+    shown = Shown(shown_md) if shown_md is not None else None
+    bare = content_only(ctx)
     conclusion = conclusion_of(wp)
     inner = replace(ctx, answer=conclusion)
     parts: list[str] = []
@@ -69,6 +82,8 @@ def nested_body(
                         urls.add(url)
                         cited.append("- " + link(first_str(s, "name", "title"), url))
                 continue
+            if shown is not None and it.render_item(bare, item, depth + 1, seen) in shown:
+                continue
             rendered = it.render_item(inner, item, depth + 1, seen)
             if rendered.strip():
                 step_parts.append(rendered)
@@ -76,6 +91,8 @@ def nested_body(
         tag = ctx.labels.tag(as_str(step.get("status")), ctx.locked_reason)
         if tag:
             label = f"{label} · {tag}" if label else tag
+        if shown is not None and not step_parts and (not label or label in shown):
+            continue  # a second copy's step with nothing new
         if label or step_parts:
             parts.append(join_blocks([label, *step_parts]))
     return parts, conclusion, cited
@@ -101,12 +118,12 @@ def nested(
         + (lb.has_conclusion if conclusion else lb.no_conclusion)
     )
     if cited:
-        stat += f" · {lb.citations} {len(cited)}"
+        stat += " · " + lb.citations_n.format(n=len(cited))
     tag = lb.tag(as_str(wp.get("status")), lr)
     if tag:
         stat += f" · {tag}"
     headline = as_str(wp.get("headline")).strip() or lb.untitled
-    summary = summary_text(f"{label}{lb.colon} {headline}{lb.par(stat)}")
+    summary = summary_text(f"{label}{lb.sep}{headline}{lb.par(stat)}")
 
     meta = []
     status = as_str(wp.get("status"))
