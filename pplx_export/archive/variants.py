@@ -14,14 +14,11 @@ from pathlib import Path
 
 from pplx_export.archive.atomic import atomic_write_bytes
 from pplx_export.models import JSON
+from pplx_export.parse.variants import variant_log_line
 
 log = logging.getLogger("pplx_export.variants")
 
 LOG_NAME = "index/answer_variants_log.jsonl"
-GUIDANCE = (
-    "the platform replaced this answer with an experiment variant; "
-    "the replaced sibling cannot be fetched (403), keep this archive copy"
-)
 
 
 def variant_records(web_uuid: str, title: str, variants: list[JSON]) -> list[JSON]:
@@ -43,19 +40,9 @@ def variant_records(web_uuid: str, title: str, variants: list[JSON]) -> list[JSO
 
 
 def warn_variants(records: list[JSON]) -> None:
+    # One line format for the whole tool: the parser owns it (protocol §5.8).
     for r in records:
-        log.warning(
-            "ANSWER_VARIANT_DETECTED thread=%s uuid8=%s title=%s entry=%s sibling=%s "
-            "selection_status=%s experiment_role=%s | %s",
-            r["web_uuid"],
-            r["uuid8"],
-            json.dumps(r["title"], ensure_ascii=False),
-            r["entry_uuid"],
-            r["sibling_uuid"],
-            r["selection_status"] or "UNSPECIFIED",
-            r["experiment_role"],
-            GUIDANCE,
-        )
+        log.warning("%s", variant_log_line(r["web_uuid"], r["title"], r))
 
 
 def append_variant_log(
