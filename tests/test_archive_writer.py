@@ -458,3 +458,14 @@ def test_has_live_token(data: bytes, live: bool) -> None:
 
     assert has_live_token(data) is live
     assert (redact_tokens(json.loads(data))[1] > 0) is live
+
+
+def test_refuses_directory_of_another_thread(tmp_path: Path) -> None:
+    r = write(tmp_path, conv())
+    before = snapshot(tmp_path)
+    impostor = conv(web_uuid=UUID[:8] + "-ffff-4fff-8fff-ffffffffffff")
+    with pytest.raises(ArchiveError, match="belongs to thread"):
+        write(tmp_path, impostor)
+    with pytest.raises(ArchiveError):
+        write(tmp_path, impostor, source="offline", dest=r.directory)
+    assert snapshot(tmp_path) == before

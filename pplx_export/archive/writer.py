@@ -170,6 +170,11 @@ def write_thread(
     existing = load_json_dict(existing_text) if existing_text is not None else None
     if existing_text is not None and existing is None:
         log.warning("%s: thread.json is not a JSON object, rebuilding it", directory)
+    if existing is not None and existing.get("web_uuid") not in (None, conv.web_uuid):
+        # Same date, slug and uuid8 as another thread: never write over its files.
+        raise ArchiveError(
+            f"{directory} belongs to thread {existing.get('web_uuid')}, not {conv.web_uuid}"
+        )
 
     # 1. Raw files first: they are the fidelity anchor.
     _write_raw(sink, conv, source=source, redact=redact)
