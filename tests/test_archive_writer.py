@@ -3,10 +3,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 from archive_fakes import snapshot
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pplx_export.archive import atomic
 from pplx_export.archive.atomic import TEMP_PREFIX
@@ -469,3 +472,21 @@ def test_refuses_directory_of_another_thread(tmp_path: Path) -> None:
     with pytest.raises(ArchiveError):
         write(tmp_path, impostor, source="offline", dest=r.directory)
     assert snapshot(tmp_path) == before
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    title=st.text(max_size=300),
+    author=st.text(max_size=300),
+    web_uuid=st.text(min_size=1, max_size=60),
+)
+def test_hostile_thread_written_inside_root(title: str, author: str, web_uuid: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "root"
+        root.mkdir()
+        c = conv(title=title, author=author, web_uuid=web_uuid)
+        r = write_thread(root, c, files(), account_folder=author, source="online", now=NOW)
+        real_root = root.resolve()
+        for p in Path(tmp).rglob("*"):
+            assert p.resolve().is_relative_to(real_root)
+        assert r.directory.resolve().parent.parent.parent == real_root

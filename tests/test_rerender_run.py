@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from pplx_export.archive.render_state import STATE_NAME
 from pplx_export.cli.export import main
+from pplx_export.models import Conversation
 from pplx_export.sync import rerender as rerender_mod
 from pplx_export.sync.assemble import Engine
 from pplx_export.sync.rerender import rerender
@@ -166,3 +167,19 @@ def test_variants_logged_offline_once(archive: Path, caplog: pytest.LogCaptureFi
 def test_fakes_module_is_real() -> None:
     # The fakes above stand in for the parser/renderer; make sure they are what ran.
     assert FAKE_ENGINE.parse is archive_fakes.fake_parse
+
+
+def _render_interrupted(conv: Conversation, lang: str) -> dict[str, str]:
+    if "second" in conv.title:
+        raise KeyboardInterrupt
+    return archive_fakes.fake_render(conv, lang)
+
+
+def test_interrupt_keeps_finished_threads_in_state(archive: Path) -> None:
+    engine = Engine(FAKE_ENGINE.parse, _render_interrupted, FAKE_ENGINE.render_report, "fake-1")
+    with pytest.raises(KeyboardInterrupt):
+        rerender(archive, engine=engine)
+    state = json.loads((archive / STATE_NAME).read_text())["threads"]
+    assert len(state) == 2 and not [p for p in state if "second" in p]
+    s = rerender(archive, engine=FAKE_ENGINE, changed_only=True)
+    assert (s.skipped, s.written) == (2, 1)
