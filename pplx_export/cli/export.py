@@ -31,3 +31,18 @@ def status(opts: RunOptions, as_json: bool) -> None:
         emit_json(doc)
     else:
         print_status(doc, Console(highlight=False))
+
+
+@main.command("re-render")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="Only the first N threads.")
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--changed-only", is_flag=True, help="Skip threads unchanged since the last render.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, help="Threads rendered in parallel.")
+@common_options
+def re_render(
+    limit: int | None, dry_run: bool, changed_only: bool, jobs: int, opts: RunOptions
+) -> None:
+    """Rebuild every derived file from the raw files. Zero network."""
+    from pplx_export.sync.rerender import run_rerender_command
+
+    run_rerender_command(opts, limit=limit, dry_run=dry_run, changed_only=changed_only, jobs=jobs)

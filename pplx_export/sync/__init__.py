@@ -1,1 +1,1 @@
-"""Orchestration: index, plan, batch, re-render, verify, status, and the other commands' work."""
+"""Orchestration: index, plan, batch, re-render, status, and the other long runs."""

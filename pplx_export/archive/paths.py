@@ -1,0 +1,187 @@
+"""Thread directory naming (protocol §6.1, §6.11), hardened against hostile names.
+
+Every name that reaches the file system comes from the API (titles, usernames, filenames),
+so each rule below makes one path component that cannot climb out of the archive: no
+separators, no `..`, no control characters, no leading dot (hidden or relative), no
+Windows-illegal characters or reserved device names, and at most 255 bytes of UTF-8.
+`thread_dir` checks the final result stays inside the root anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pplx_export.archive.atomic import TEMP_PREFIX
+from pplx_export.errors import ArchiveError
+
+log = logging.getLogger(__name__)
+
+MAX_COMPONENT_BYTES = 255
+# safe_stem leaves room for the suffixes the asset rules add (`_v12`, `_⟨uuid8⟩`, `.diff.md`).
+MAX_STEM_BYTES = 200
+# Top-level names the tool itself owns: an account folder must never land on them.
+RESERVED_TOP = frozenset({"index", "relations", "spaces"})
+# Prefix of a directory that a finished merge is deleting (see migrate.py).
+TRASH_PREFIX = ".pplx-trash-"
+
+_FOLDER_BAD = re.compile(r'[\\/:*?"<>|\x00-\x1f\x7f]+')
+_SLUG_BAD = re.compile(r"[^\w\u4e00-\u9fff-]+")
+_STEM_BAD = re.compile(r"[^\w\u4e00-\u9fff.-]+")
+_UUID_BAD = re.compile(r"[^0-9A-Za-z-]")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_WIN_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?", re.IGNORECASE)
+
+
+def cap_bytes(text: str, limit: int = MAX_COMPONENT_BYTES) -> str:
+    """Cut `text` to at most `limit` UTF-8 bytes without splitting a character."""
+    raw = text.encode("utf-8")
+    if len(raw) <= limit:
+        return text
+    return raw[:limit].decode("utf-8", errors="ignore")
+
+
+def _harden(name: str, fallback: str, limit: int) -> str:
+    # Leading dots would make hidden files or `.`/`..`; trailing dots and spaces are
+    # silently dropped by Windows, which would merge distinct names.
+    name = cap_bytes(name.lstrip(". "), limit).rstrip(". ")
+    if not name:
+        return fallback
+    if _WIN_RESERVED.fullmatch(name):
+        name = cap_bytes(name + "_", limit)
+    return name
+
+
+def safe_folder(name: str | None) -> str:
+    """§6.1 `safe_folder`, plus: control characters, leading dots, byte cap, reserved names."""
+    out = _FOLDER_BAD.sub("_", name or "").strip()
+    out = _harden(out, "unknown", MAX_COMPONENT_BYTES)
+    if out.lower() in RESERVED_TOP:
+        out += "_"
+    return out
+
+
+def slugify(title: str | None) -> str:
+    """§6.1: runs of non-word characters -> `-`, cut to 40 characters, strip `-`."""
+    slug = _SLUG_BAD.sub("-", title or "")[:40].strip("-")
+    return slug or "untitled"
+
+
+def safe_stem(name: str | None, limit: int = MAX_STEM_BYTES) -> str:
+    """§6.11 `safe_stem`, plus: no leading dots (so never `.`/`..`), byte cap."""
+    out = _STEM_BAD.sub("_", name or "")
+    return _harden(out, "file", limit)
+
+
+def uuid8(web_uuid: str) -> str:
+    """First 8 characters of the web UUID, restricted to UUID characters."""
+    return _UUID_BAD.sub("_", (web_uuid or "")[:8]) or "nouuid"
+
+
+def date_part(last_updated: str | None, *, today: datetime | None = None) -> str:
+    """First 10 characters of lastUpdated; the current UTC date if missing or malformed."""
+    head = (last_updated or "")[:10]
+    if _DATE.fullmatch(head):
+        return head
+    return (today or datetime.now(UTC)).strftime("%Y-%m-%d")
+
+
+def thread_dir_name(last_updated: str | None, title: str | None, web_uuid: str) -> str:
+    return f"{date_part(last_updated)}_{slugify(title)}_{uuid8(web_uuid)}"
+
+
+def ensure_inside(root: Path, path: Path) -> Path:
+    """Raise ArchiveError unless `path` resolves to a location strictly inside `root`."""
+    real_root = Path(root).resolve()
+    real = Path(path).resolve()
+    if real == real_root or not real.is_relative_to(real_root):
+        raise ArchiveError(f"refusing to write outside the archive: {path}")
+    return path
+
+
+def thread_dir(
+    root: Path,
+    account_folder: str,
+    mode: str,
+    last_updated: str | None,
+    title: str | None,
+    web_uuid: str,
+) -> Path:
+    """`⟨root⟩/⟨safe account⟩/⟨mode⟩/⟨date⟩_⟨slug⟩_⟨uuid8⟩`, verified to stay inside root."""
+    path = (
+        Path(root)
+        / safe_folder(account_folder)
+        / safe_folder(mode)
+        / thread_dir_name(last_updated, title, web_uuid)
+    )
+    return ensure_inside(root, path)
+
+
+def is_thread_dir_name(name: str) -> bool:
+    return not name.startswith(".") and not name.startswith(TEMP_PREFIX)
+
+
+def _subdirs(path: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(path) as it:
+            return sorted(
+                (e for e in it if e.is_dir() and not e.name.startswith(".")), key=lambda e: e.name
+            )
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def iter_thread_rels(root: Path) -> list[str]:
+    """`⟨account⟩/⟨mode⟩/⟨dir⟩` of every directory with a thread.json or raw_entries.json.
+
+    os.scandir and plain strings, not pathlib: this runs over every directory on each
+    (no-op) re-render, where it is most of the cost.
+    """
+    found: list[str] = []
+    for account in _subdirs(str(root)):
+        if account.name in RESERVED_TOP:
+            continue
+        for mode in _subdirs(account.path):
+            for d in _subdirs(mode.path):
+                if not is_thread_dir_name(d.name):
+                    continue
+                if os.path.isfile(d.path + "/thread.json") or os.path.isfile(
+                    d.path + "/raw_entries.json"
+                ):
+                    found.append(f"{account.name}/{mode.name}/{d.name}")
+    return found
+
+
+def iter_thread_dirs(root: Path) -> list[Path]:
+    """Every thread directory under root, sorted (see `iter_thread_rels`)."""
+    return [Path(root) / rel for rel in iter_thread_rels(root)]
+
+
+def read_web_uuid(directory: Path) -> str | None:
+    """The `web_uuid` recorded in a directory's thread.json, or None if unreadable."""
+    try:
+        doc = json.loads((directory / "thread.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = doc.get("web_uuid") if isinstance(doc, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def find_thread_dirs(root: Path, web_uuid: str) -> list[Path]:
+    """Directories `*/*/*_⟨uuid8⟩` whose thread.json has exactly this web_uuid (§6.1).
+
+    The suffix alone is never trusted: two threads can share a uuid8.
+    """
+    root = Path(root)
+    out: list[Path] = []
+    for d in sorted(root.glob(f"*/*/*_{uuid8(web_uuid)}")):
+        parts = d.relative_to(root).parts
+        if parts[0] in RESERVED_TOP or any(p.startswith(".") for p in parts):
+            continue
+        if d.is_dir() and read_web_uuid(d) == web_uuid:
+            out.append(d)
+    return out

@@ -1,0 +1,105 @@
+"""`index/render_state.json`: what each thread directory was last rendered from.
+
+`re-render --changed-only` skips a thread when its renderer version and language match and
+every input file (raw files, the stored report body, thread.json, the assets manifest) is
+unchanged. Like git's index, a file whose size and mtime match the record is trusted without
+reading it; otherwise its SHA-256 decides (a `touch` alone does not force a render). The
+inputs are fingerprinted after the render, so the rewritten thread.json is the recorded one.
+
+Layout: `{"format": 1, "threads": {"⟨account⟩/⟨mode⟩/⟨dir⟩": {"renderer": V, "lang": L,
+"files": {"raw_entries.json": [size, mtime_ns, sha256], ...}}}}`. The file is derived state:
+losing it only costs one full re-render.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from pplx_export.archive.atomic import write_if_changed
+from pplx_export.models import JSON
+
+log = logging.getLogger(__name__)
+
+STATE_NAME = "index/render_state.json"
+FORMAT = 1
+INPUTS = (
+    "raw_entries.json",
+    "raw_blocks.json",
+    "thread.json",
+    "assets/report_body.md",
+    "assets/assets_manifest.json",
+)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def fingerprint(
+    thread_dir: Path, renderer: str, lang: str, known: dict[str, str] | None = None
+) -> JSON:
+    """The record for `thread_dir` now. `known` holds sha256 digests the caller just
+    computed from the bytes on disk (the writer's, the raw files it read), to skip re-reads."""
+    files: dict[str, list[Any]] = {}
+    known = known or {}
+    for rel in INPUTS:
+        path = thread_dir / rel
+        try:
+            st = path.stat()
+            digest = known.get(rel) or _sha256(path)
+        except FileNotFoundError:
+            continue
+        files[rel] = [st.st_size, st.st_mtime_ns, digest]
+    return {"renderer": renderer, "lang": lang, "files": files}
+
+
+def is_fresh(entry: Any, thread_dir: Path | str, renderer: str, lang: str) -> bool:
+    """True when `thread_dir` would render exactly as recorded in `entry`."""
+    if not isinstance(entry, dict) or entry.get("renderer") != renderer:
+        return False
+    if entry.get("lang") != lang or not isinstance(entry.get("files"), dict):
+        return False
+    recorded: dict[str, Any] = entry["files"]
+    base = str(thread_dir) + os.sep
+    # Plain os.stat on strings: this is the whole cost of a no-op `--changed-only` run.
+    for rel in INPUTS:
+        try:
+            st = os.stat(base + rel)
+        except FileNotFoundError:
+            if rel in recorded:
+                return False
+            continue
+        rec = recorded.get(rel)
+        if not isinstance(rec, list) or len(rec) != 3:
+            return False
+        if rec[0] == st.st_size and rec[1] == st.st_mtime_ns:
+            continue
+        if rec[0] != st.st_size or rec[2] != _sha256(Path(thread_dir) / rel):
+            return False
+    return True
+
+
+def load_state(root: Path) -> dict[str, Any]:
+    """The recorded fingerprints by directory; empty (and a warning) when unreadable."""
+    path = Path(root) / STATE_NAME
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        log.warning("%s unreadable (%s): every thread counts as changed", path, exc)
+        return {}
+    threads = doc.get("threads") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(threads, dict):
+        return {}
+    return threads
+
+
+def save_state(root: Path, threads: dict[str, Any]) -> None:
+    doc = {"format": FORMAT, "threads": dict(sorted(threads.items()))}
+    write_if_changed(Path(root) / STATE_NAME, json.dumps(doc, ensure_ascii=False, indent=0))

@@ -1,0 +1,241 @@
+"""The thread writer: the one place where a Conversation becomes files on disk.
+
+Online export and offline re-render both end here (product.md §2.1); the writer never knows
+where the raw came from beyond the `source` label. Every file is written atomically and only
+when its bytes change. Files that cannot be regenerated (raw responses, the assets
+manifest and thread.json when an online export changed their state, the report body as
+downloaded) are durable; derived files skip the fsyncs. thread.json is written last: a
+directory with a current thread.json has everything else on disk already.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pplx_export.archive import assets as asset_files
+from pplx_export.archive.atomic import write_if_changed
+from pplx_export.archive.migrate import merge_thread_dir, sweep_trash
+from pplx_export.archive.paths import ensure_inside, find_thread_dirs, thread_dir
+from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES, dump_raw, redact_tokens
+from pplx_export.archive.thread_json import (
+    THREAD_JSON,
+    build_thread_json,
+    dump_thread_json,
+    load_json_dict,
+)
+from pplx_export.archive.variants import append_variant_log, variant_records, warn_variants
+from pplx_export.errors import ArchiveError
+from pplx_export.models import JSON, Conversation
+
+log = logging.getLogger(__name__)
+
+# The report body exactly as downloaded (before LaTeX normalisation): the raw input of
+# report.md, so re-render can rebuild report.md offline. The earlier tool kept no such file;
+# for its archives re-render leaves an existing report.md untouched.
+REPORT_SOURCE = "assets/report_body.md"
+DERIVED_FIXED = frozenset({"conversation.md", "sources.md", "sources.json", "report.md"})
+_TURN_FILE = re.compile(r"turns/turn_\d{4,}\.md")
+SOURCES = ("online", "offline")
+
+
+@dataclass
+class WriteResult:
+    directory: Path
+    written: list[str] = field(default_factory=list)  # relative paths (would be, in dry run)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    merged_from: list[Path] = field(default_factory=list)
+    variant_hits: list[JSON] = field(default_factory=list)  # records worth a WARNING
+    redacted_tokens: int = 0
+    # sha256 of every file put, as it is now on disk: spares the render fingerprint a re-read.
+    digests: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.written or self.removed)
+
+
+class _Sink:
+    """Writes (or, in a dry run, compares) files of one thread directory."""
+
+    def __init__(self, directory: Path, result: WriteResult, dry_run: bool) -> None:
+        self.directory = directory
+        self.result = result
+        self.dry_run = dry_run
+
+    def put(self, rel: str, data: str | bytes, *, durable: bool) -> None:
+        path = self.directory / rel
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        self.result.digests[rel] = hashlib.sha256(raw).hexdigest()
+        if self.dry_run:
+            try:
+                same = path.read_bytes() == raw
+            except OSError:
+                same = False
+            (self.result.unchanged if same else self.result.written).append(rel)
+            return
+        if write_if_changed(path, raw, durable=durable):
+            self.result.written.append(rel)
+        else:
+            self.result.unchanged.append(rel)
+
+    def remove(self, rel: str) -> None:
+        self.result.removed.append(rel)
+        if not self.dry_run:
+            (self.directory / rel).unlink(missing_ok=True)
+
+
+def _check_rel(rel: str) -> None:
+    if rel not in DERIVED_FIXED and not _TURN_FILE.fullmatch(rel):
+        raise ArchiveError(f"renderer produced an unexpected file name: {rel!r}")
+
+
+def prepare_thread_dir(
+    root: Path, conv: Conversation, account_folder: str, *, dry_run: bool
+) -> tuple[Path, list[Path]]:
+    """The canonical directory, after merging every other directory of this thread into it.
+
+    The online pipeline calls this before downloading assets (they go to
+    `⟨dir⟩/assets/files/`), then `write_thread(..., dest=dir)`; without `dest`,
+    write_thread calls it itself.
+    """
+    target = thread_dir(
+        root, account_folder, conv.mode, conv.last_updated, conv.title, conv.web_uuid
+    )
+    merged: list[Path] = []
+    for old in find_thread_dirs(root, conv.web_uuid):
+        if old.resolve() == target.resolve():
+            continue
+        if dry_run:
+            merged.append(old)
+            continue
+        sweep_trash(old.parent)
+        if merge_thread_dir(old, target, conv.web_uuid).removed_src:
+            merged.append(old)
+    return target, merged
+
+
+def write_thread(
+    root: Path,
+    conv: Conversation,
+    rendered: Mapping[str, str],
+    *,
+    account_folder: str,
+    source: str,
+    report_body: str | None = None,
+    dest: Path | None = None,
+    redact: bool = True,
+    log_variants: bool = True,
+    dry_run: bool = False,
+    now: datetime | None = None,
+) -> WriteResult:
+    """Write one thread's directory and return what changed.
+
+    `rendered` maps relative paths (conversation.md, turns/turn_NNNN.md, sources.md,
+    sources.json, report.md) to text. `source` is "online" (raw files are (re)written from
+    `conv.raw_plain`/`conv.raw_blocks`, exported_at is stamped now) or "offline" (raw files are
+    left alone unless they still hold a write token, exported_at is kept). `dest` pins the
+    directory (re-render writes in place); otherwise it is derived from the conversation and
+    older directories of the same thread are merged into it. With `log_variants` the
+    answer-variant warnings and log lines are emitted here; a parallel re-render passes
+    False and does it in the parent from `variant_hits`.
+    """
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {SOURCES}, not {source!r}")
+    for rel in rendered:
+        _check_rel(rel)
+    root = Path(root)
+    if dest is None:
+        directory, merged = prepare_thread_dir(root, conv, account_folder, dry_run=dry_run)
+    else:
+        directory, merged = ensure_inside(root, Path(dest)), []
+    result = WriteResult(directory=directory, merged_from=merged)
+    # Online, thread.json and the manifest record new state (export stamp, downloads) and
+    # are durable; offline only their derived keys change, which a re-render can redo.
+    online = source == "online"
+    sink = _Sink(directory, result, dry_run)
+
+    try:
+        existing_text = (directory / THREAD_JSON).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        existing_text = None
+    except OSError as exc:
+        raise ArchiveError(f"cannot read {directory / THREAD_JSON}: {exc}") from exc
+    existing = load_json_dict(existing_text) if existing_text is not None else None
+    if existing_text is not None and existing is None:
+        log.warning("%s: thread.json is not a JSON object, rebuilding it", directory)
+    if existing is not None and existing.get("web_uuid") not in (None, conv.web_uuid):
+        # Same date, slug and uuid8 as another thread: never write over its files.
+        raise ArchiveError(
+            f"{directory} belongs to thread {existing.get('web_uuid')}, not {conv.web_uuid}"
+        )
+
+    # 1. Raw files first: they are the fidelity anchor.
+    _write_raw(sink, conv, source=source, redact=redact)
+    if report_body is not None:
+        sink.put(REPORT_SOURCE, report_body, durable=True)
+
+    # 2. Inline assets, derived files, stale turn files.
+    names = asset_files.inline_file_names(conv.assets)
+    for a in asset_files.inline_assets(conv.assets):
+        rel = f"{asset_files.FILES_DIR}/{names[id(a)]}"
+        sink.put(rel, a.inline_content, durable=False)
+        a.downloaded_to = rel
+    for rel in sorted(rendered):
+        sink.put(rel, rendered[rel], durable=False)
+    turns_dir = directory / "turns"
+    if turns_dir.is_dir():
+        for path in sorted(turns_dir.glob("turn_*.md")):
+            rel = f"turns/{path.name}"
+            if rel not in rendered:
+                sink.remove(rel)
+
+    # 3. Manifest (state: downloads and expiry flags), then thread.json.
+    manifest = asset_files.build_manifest(
+        conv.assets, directory, asset_files.load_manifest(directory)
+    )
+    if manifest is not None:
+        sink.put(asset_files.MANIFEST, asset_files.dump_manifest(manifest), durable=online)
+    exported_at: str | None
+    if source == "online":
+        exported_at = conv.exported_at or (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    elif existing is not None and "exported_at" in existing:
+        exported_at = existing["exported_at"]
+    else:
+        exported_at = conv.exported_at or None
+    doc = build_thread_json(conv, existing, exported_at=exported_at)
+    sink.put(THREAD_JSON, dump_thread_json(doc), durable=online)
+
+    # 4. Answer variants: warn on every online fetch, offline only when the list changed.
+    records = variant_records(conv.web_uuid, conv.title, conv.answer_variants)
+    old_variants = (existing or {}).get("answer_variants") or []
+    if records and (source == "online" or old_variants != conv.answer_variants):
+        result.variant_hits = records
+    if log_variants and result.variant_hits and not dry_run:
+        warn_variants(result.variant_hits)
+        append_variant_log(root, records, source=source, now=now)
+    return result
+
+
+def _write_raw(sink: _Sink, conv: Conversation, *, source: str, redact: bool) -> None:
+    docs: list[tuple[str, JSON]] = []
+    if conv.raw_plain:
+        docs.append((RAW_ENTRIES, conv.raw_plain))
+    elif source == "online":
+        raise ArchiveError(f"thread {conv.web_uuid}: no raw plain response to store")
+    if conv.raw_blocks is not None:
+        docs.append((RAW_BLOCKS, conv.raw_blocks))
+    for rel, doc in docs:
+        count = 0
+        if redact:
+            doc, count = redact_tokens(doc)
+            sink.result.redacted_tokens += count
+        # Offline, raw files are the input: rewritten only to take a write token out.
+        if source == "online" or count:
+            sink.put(rel, dump_raw(doc), durable=True)

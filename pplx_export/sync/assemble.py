@@ -1,0 +1,100 @@
+"""The assembly path shared by online export and offline re-render (product.md §2.1).
+
+`raw dicts (+ index row hints) -> Conversation -> rendered files -> write_thread`. The
+parser and renderer are reached through an `Engine` so re-render can run in worker
+processes and tests can substitute fakes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pplx_export.archive.writer import WriteResult, write_thread
+from pplx_export.models import JSON, Conversation
+
+ParseFn = Callable[..., Conversation]
+RenderFn = Callable[[Conversation, str], dict[str, str]]
+ReportFn = Callable[[Conversation, str, str], str]
+
+
+@dataclass(frozen=True)
+class Engine:
+    parse: ParseFn  # parse_thread(plain, blocks, index_row, *, web_uuid, url, export_via, ...)
+    render: RenderFn  # render_thread(conv, lang) -> {relpath: text}
+    render_report: ReportFn  # render_report(conv, body, lang) -> report.md text
+    version: str  # RENDERER_VERSION: part of the --changed-only fingerprint
+
+
+def default_engine() -> Engine:
+    parse_mod: Any = importlib.import_module("pplx_export.parse")
+    render_mod: Any = importlib.import_module("pplx_export.render")
+    return Engine(
+        parse=parse_mod.parse_thread,
+        render=render_mod.render_thread,
+        render_report=render_mod.render_report,
+        version=str(render_mod.RENDERER_VERSION),
+    )
+
+
+def index_row_from_thread_json(doc: JSON, mode_folder: str = "") -> JSON:
+    """Index-row hints rebuilt from a stored thread.json (keys of the library listing).
+
+    The mode detected at export time (thread.json `mode`, else the `⟨mode⟩` folder) becomes
+    the row's `mode`: offline it is the only trace of a computer thread whose plain payload
+    looks like a search (old archives without `url`).
+    """
+    mode = str(doc.get("mode") or mode_folder)
+    row: JSON = {
+        "entryUUID": doc.get("web_uuid"),
+        "title": doc.get("title"),
+        "lastUpdated": doc.get("lastUpdated"),
+        "space": doc.get("space"),
+        "authorUsername": doc.get("author"),
+        "url": doc.get("url"),
+        "export_via": doc.get("export_via"),
+    }
+    if mode == "computer":
+        row["mode"] = "COMPUTER"
+    return row
+
+
+def render_files(
+    engine: Engine, conv: Conversation, lang: str, report_body: str | None
+) -> dict[str, str]:
+    """Every derived file of a thread; report.md only when a report body is known."""
+    files = dict(engine.render(conv, lang))
+    if report_body is not None and conv.report is not None:
+        files["report.md"] = engine.render_report(conv, report_body, lang)
+    return files
+
+
+def export_conversation(
+    root: Path,
+    conv: Conversation,
+    *,
+    account_folder: str,
+    lang: str = "en",
+    report_body: str | None = None,
+    dest: Path | None = None,
+    engine: Engine | None = None,
+) -> WriteResult:
+    """Online export's last step: render and write a freshly fetched thread.
+
+    `conv.assets[].downloaded_to` must already name the downloaded files (use
+    `archive.writer.prepare_thread_dir` to learn the directory before downloading).
+    """
+    engine = engine or default_engine()
+    rendered = render_files(engine, conv, lang, report_body)
+    return write_thread(
+        root,
+        conv,
+        rendered,
+        account_folder=account_folder,
+        source="online",
+        report_body=report_body,
+        dest=dest,
+    )

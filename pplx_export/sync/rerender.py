@@ -1,0 +1,317 @@
+"""`pplx-export re-render`: rebuild every derived file from raw files, with zero network.
+
+Each thread goes through the same assembly path as an online export (sync/assemble.py) and
+is written in place by `archive.writer.write_thread`; directories are never moved here.
+A thread that fails (unreadable raw, SchemaError, a parser bug) is reported with its path
+and counted; the run goes on. Worker processes (`--jobs`) each hold one thread at a time;
+the parent owns every shared file (answer-variant log, render state), so there are no
+concurrent writers.
+
+Raw files are left alone, with one exception: a raw file that still holds a thread write
+token (archives of the earlier tool) is rewritten once with the token redacted, durably
+(product.md §2.5). `--dry-run` computes everything in memory and writes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pplx_export.archive.paths import iter_thread_rels
+from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES, has_live_token
+from pplx_export.archive.render_state import fingerprint, is_fresh, load_state, save_state
+from pplx_export.archive.report_body import load_report_body
+from pplx_export.archive.thread_json import THREAD_JSON
+from pplx_export.archive.variants import append_variant_log, warn_variants
+from pplx_export.archive.writer import write_thread
+from pplx_export.errors import ArchiveError, SchemaError, ThreadsFailed, UsageError
+from pplx_export.models import JSON
+from pplx_export.sync.assemble import (
+    Engine,
+    default_engine,
+    index_row_from_thread_json,
+    render_files,
+)
+from pplx_export.sync.progress import progress_reporter
+
+if TYPE_CHECKING:  # the CLI calls us, never the other way round
+    from pplx_export.cli.options import RunOptions
+
+log = logging.getLogger(__name__)
+
+STATE_CHECKPOINT = 200  # threads between render_state.json saves
+
+
+@dataclass
+class ThreadOutcome:
+    rel: str
+    status: str  # "written" | "unchanged" | "skipped" | "failed"
+    files_written: int = 0
+    files_removed: int = 0
+    redacted_tokens: int = 0
+    error: str = ""
+    variant_hits: list[JSON] = field(default_factory=list)
+    fingerprint: JSON | None = None
+
+
+@dataclass
+class RerenderSummary:
+    total: int = 0
+    written: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    failed: int = 0
+    files_written: int = 0
+    files_removed: int = 0
+    redacted_tokens: int = 0
+    variant_hits: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    elapsed: float = 0.0
+    dry_run: bool = False
+
+    def add(self, o: ThreadOutcome) -> None:
+        self.total += 1
+        setattr(self, o.status, getattr(self, o.status) + 1)
+        self.files_written += o.files_written
+        self.files_removed += o.files_removed
+        self.redacted_tokens += o.redacted_tokens
+        self.variant_hits += len(o.variant_hits)
+        if o.status == "failed":
+            self.failures.append((o.rel, o.error))
+
+    def line(self) -> str:
+        verb = "would rewrite" if self.dry_run else "rewritten"
+        parts = [
+            f"{self.total} threads",
+            f"{self.written} {verb} ({self.files_written} files, {self.files_removed} removed)",
+            f"{self.unchanged} unchanged",
+            f"{self.skipped} skipped (no change since last render)",
+            f"{self.failed} failed",
+        ]
+        if self.redacted_tokens:
+            parts.append(f"{self.redacted_tokens} write tokens redacted")
+        if self.variant_hits:
+            parts.append(f"{self.variant_hits} answer-variant hits")
+        return "re-render: " + ", ".join(parts) + f" in {self.elapsed:.1f}s"
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as exc:
+        raise ArchiveError(f"{path.name} missing") from exc
+    except OSError as exc:
+        raise ArchiveError(f"{path.name} unreadable: {exc}") from exc
+
+
+def _decode(path: Path, data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise ArchiveError(f"{path.name} unreadable: {exc}") from exc
+
+
+def rerender_thread(
+    root: Path,
+    rel: str,
+    *,
+    lang: str,
+    dry_run: bool = False,
+    engine: Engine | None = None,
+) -> ThreadOutcome:
+    """Re-render one thread directory (`rel` to root). Never raises for a bad thread."""
+    try:
+        return _rerender_thread(root, rel, lang=lang, dry_run=dry_run, engine=engine)
+    except (ArchiveError, SchemaError, OSError) as exc:
+        return ThreadOutcome(rel, "failed", error=str(exc))
+    except Exception as exc:
+        # A parser or renderer bug on one thread must not cost the other thousands; it is
+        # reported with its type so it can be fixed, and counted as a failure (exit 4).
+        log.debug("re-render of %s crashed", rel, exc_info=True)
+        return ThreadOutcome(rel, "failed", error=f"{type(exc).__name__}: {exc}")
+
+
+def _rerender_thread(
+    root: Path, rel: str, *, lang: str, dry_run: bool, engine: Engine | None
+) -> ThreadOutcome:
+    engine = engine or default_engine()
+    directory = root / rel
+    doc = _decode(directory / THREAD_JSON, _read(directory / THREAD_JSON))
+    if not isinstance(doc, dict) or not isinstance(doc.get("web_uuid"), str):
+        raise ArchiveError("thread.json has no web_uuid")
+    plain_bytes = _read(directory / RAW_ENTRIES)
+    plain = _decode(directory / RAW_ENTRIES, plain_bytes)
+    if not isinstance(plain, dict):
+        raise ArchiveError(f"{RAW_ENTRIES} is not a JSON object")
+    try:
+        blocks_bytes: bytes | None = (directory / RAW_BLOCKS).read_bytes()
+    except FileNotFoundError:
+        blocks_bytes = None
+    blocks = None if blocks_bytes is None else _decode(directory / RAW_BLOCKS, blocks_bytes)
+    if blocks_bytes is not None and not isinstance(blocks, dict):
+        raise ArchiveError(f"{RAW_BLOCKS} is not a JSON object")
+    # Walking the parsed tree for tokens costs as much as parsing it; a byte scan tells
+    # whether there is anything to redact at all (almost never, after the first run).
+    redact = has_live_token(plain_bytes) or (
+        blocks_bytes is not None and has_live_token(blocks_bytes)
+    )
+    known = {RAW_ENTRIES: hashlib.sha256(plain_bytes).hexdigest()}
+    if blocks_bytes is not None:
+        known[RAW_BLOCKS] = hashlib.sha256(blocks_bytes).hexdigest()
+    del plain_bytes, blocks_bytes
+    web_uuid: str = doc["web_uuid"]
+    conv = engine.parse(
+        plain,
+        blocks,
+        index_row_from_thread_json(doc, directory.parent.name),
+        web_uuid=web_uuid,
+        url=str(doc.get("url") or ""),
+        export_via=str(doc.get("export_via") or ""),
+        exported_at=str(doc.get("exported_at") or ""),
+    )
+    if conv.web_uuid != web_uuid:
+        raise ArchiveError(f"parsed web_uuid {conv.web_uuid!r} differs from thread.json")
+    if not conv.raw_plain:
+        conv.raw_plain = plain
+    if conv.raw_blocks is None and blocks is not None:
+        conv.raw_blocks = blocks
+    report_body = load_report_body(directory, conv)
+    rendered = render_files(engine, conv, lang, report_body)
+    result = write_thread(
+        root,
+        conv,
+        rendered,
+        account_folder=directory.parent.parent.name,
+        source="offline",
+        dest=directory,
+        redact=redact,
+        log_variants=False,
+        dry_run=dry_run,
+    )
+    return ThreadOutcome(
+        rel,
+        "written" if result.changed else "unchanged",
+        files_written=len(result.written),
+        files_removed=len(result.removed),
+        redacted_tokens=result.redacted_tokens,
+        variant_hits=result.variant_hits,
+        fingerprint=None
+        if dry_run
+        else fingerprint(directory, engine.version, lang, {**known, **result.digests}),
+    )
+
+
+def _outcomes(
+    root: Path,
+    todo: list[str],
+    *,
+    lang: str,
+    dry_run: bool,
+    jobs: int,
+    engine: Engine | None,
+) -> Iterator[ThreadOutcome]:
+    work = partial(rerender_thread, root, lang=lang, dry_run=dry_run, engine=engine)
+    if jobs <= 1 or len(todo) <= 1:
+        yield from map(work, todo)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        yield from pool.map(work, todo, chunksize=max(1, min(32, len(todo) // (jobs * 4))))
+
+
+def rerender(
+    root: Path,
+    *,
+    lang: str = "en",
+    limit: int | None = None,
+    dry_run: bool = False,
+    changed_only: bool = False,
+    jobs: int = 1,
+    engine: Engine | None = None,
+    on_progress: Callable[[ThreadOutcome], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> RerenderSummary:
+    """Re-render every thread under `root` and return the counts (never raises per thread)."""
+    started = time.monotonic()
+    root = Path(root)
+    engine = engine or default_engine()
+    summary = RerenderSummary(dry_run=dry_run)
+    rels = iter_thread_rels(root)
+    if limit is not None:
+        rels = rels[:limit]
+    state = load_state(root)
+    before = len(state)
+    if limit is None:
+        # Forget directories that no longer exist (merged, deleted by hand).
+        present = set(rels)
+        state = {k: v for k, v in state.items() if k in present}
+    if on_total:
+        on_total(len(rels))
+    todo: list[str] = []
+    dirty = len(state) != before
+    prefix = str(root) + os.sep
+    for rel in rels:
+        if changed_only and is_fresh(state.get(rel), prefix + rel, engine.version, lang):
+            o = ThreadOutcome(rel, "skipped")
+            summary.add(o)
+            if on_progress:
+                on_progress(o)
+            continue
+        todo.append(rel)
+    try:
+        for o in _outcomes(root, todo, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine):
+            summary.add(o)
+            if o.status == "failed":
+                log.error("re-render failed: %s: %s", root / o.rel, o.error)
+                dirty = state.pop(o.rel, None) is not None or dirty
+            elif o.fingerprint is not None and state.get(o.rel) != o.fingerprint:
+                state[o.rel] = o.fingerprint
+                dirty = True
+            if o.variant_hits and not dry_run:
+                warn_variants(o.variant_hits)
+                append_variant_log(root, o.variant_hits, source="offline")
+            if on_progress:
+                on_progress(o)
+            if dirty and not dry_run and summary.total % STATE_CHECKPOINT == 0:
+                save_state(root, state)
+                dirty = False
+    finally:
+        if not dry_run and dirty:
+            save_state(root, state)
+        summary.elapsed = time.monotonic() - started
+    return summary
+
+
+def run_rerender_command(
+    opts: RunOptions, *, limit: int | None, dry_run: bool, changed_only: bool, jobs: int
+) -> RerenderSummary:
+    """The CLI's one call: progress, run, summary on stderr, ThreadsFailed (exit 4)."""
+    if not opts.out.is_dir():
+        raise UsageError(f"archive root not found: {opts.out}")
+    with progress_reporter("re-render", quiet=opts.quiet) as bar:
+        summary = rerender(
+            opts.out,
+            lang=opts.lang,
+            limit=limit,
+            dry_run=dry_run,
+            changed_only=changed_only,
+            jobs=jobs,
+            on_total=bar.set_total,
+            on_progress=lambda o: bar.advance(o.rel),
+        )
+    if not opts.quiet:
+        sys.stderr.write(summary.line() + "\n")
+        for rel, reason in summary.failures:
+            sys.stderr.write(f"  failed: {opts.out / rel}: {reason}\n")
+    if summary.failed:
+        raise ThreadsFailed(f"{summary.failed} of {summary.total} threads failed to re-render")
+    return summary
