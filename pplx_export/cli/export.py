@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 
 from pplx_export import __version__
 from pplx_export.cli.options import PplxGroup, RunOptions, common_options, emit_json
+from pplx_export.models import MODES
 from pplx_export.sync.status import collect_status, print_status
 
 
@@ -46,3 +50,78 @@ def re_render(
     from pplx_export.sync.rerender import run_rerender_command
 
     run_rerender_command(opts, limit=limit, dry_run=dry_run, changed_only=changed_only, jobs=jobs)
+
+
+@main.command()
+@click.option("--full", is_flag=True, help="Walk the whole library (sees deletions and moves).")
+@common_options
+def index(opts: RunOptions, full: bool) -> None:
+    """Refresh index/library_<account>.json from the library listing."""
+    from pplx_export.sync.batch import run_index
+
+    run_index(opts, full=full)
+
+
+@main.command()
+@click.argument("threads", nargs=-1, required=True)
+@click.option("--force", is_flag=True, help="Export even when lastUpdated is unchanged.")
+@common_options
+def export(opts: RunOptions, threads: tuple[str, ...], force: bool) -> None:
+    """Export threads given as URLs (/search/<uuid>, /computer/tasks/<uuid>) or UUIDs."""
+    from pplx_export.sync.batch import run_export
+
+    run_export(opts, list(threads), force=force)
+
+
+def batch_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The batch flags, shared by `batch` (and nothing else yet)."""
+    for option in reversed(
+        [
+            click.option("--full", is_flag=True, help="Walk every index row (no early stop)."),
+            click.option("--force", is_flag=True, help="Re-export done threads too."),
+            click.option(
+                "--limit", type=click.IntRange(min=0), default=None, help="At most N threads."
+            ),
+            click.option(
+                "--mode", type=click.Choice(MODES), default=None, help="Only threads of this mode."
+            ),
+            click.option("--since", default=None, help="Only threads updated on/after DATE."),
+            click.option("--dry-run", is_flag=True, help="Print the plan; fetch nothing."),
+            click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout."),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+@main.command()
+@batch_options
+@common_options
+def batch(opts: RunOptions, **flags: Any) -> None:
+    """Export new and updated threads from the index (incremental, resumable)."""
+    from pplx_export.sync.batch import run_batch
+
+    run_batch(opts, **flags)
+
+
+@main.command()
+@click.option("--full", is_flag=True, help="Full index sweep and no early stop.")
+@click.option("--check-deleted", is_flag=True, help="Not available yet.")
+@click.option("--refresh-spaces", is_flag=True, help="Not available yet.")
+@common_options
+def sync(opts: RunOptions, full: bool, check_deleted: bool, refresh_spaces: bool) -> None:
+    """The cron command: index, then batch."""
+    from pplx_export.sync.batch import run_sync
+
+    run_sync(opts, full=full, check_deleted=check_deleted, refresh_spaces=refresh_spaces)
+
+
+@main.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@common_options
+def demo(opts: RunOptions, directory: Path | None) -> None:
+    """Export the bundled sample library through the local emulator (no account needed)."""
+    from pplx_export.sync.demo import DEFAULT_DEMO_DIR, run_demo
+
+    summary = run_demo(directory or DEFAULT_DEMO_DIR, lang=opts.lang, quiet=opts.quiet)
+    click.echo(summary.text())

@@ -1,0 +1,332 @@
+"""The online commands' orchestration: index, export, batch, sync (product.md §4).
+
+Failure policy (product.md §6, protocol App. A): PermissionDenied / NotFound and any other
+per-thread error are recorded on the thread and the run goes on; EntryDeleted / EntryExpired
+become terminal states; three AuthErrors in a row stop the run (state is saved after every
+thread anyway) with exit 3; Ctrl-C stops with exit 130; a run that lost threads exits 4.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from pplx_export.archive.library_index import load_index
+from pplx_export.archive.state import BatchState
+from pplx_export.errors import (
+    ApiError,
+    ArchiveError,
+    AuthError,
+    EntryDeleted,
+    EntryExpired,
+    Interrupted,
+    SchemaError,
+    ThreadsFailed,
+    UsageError,
+)
+from pplx_export.models import JSON
+from pplx_export.perplexity.api import PerplexityAPI
+from pplx_export.perplexity.session import open_session
+from pplx_export.sync.export import Exporter, parse_thread_ref, unchanged_since_export
+from pplx_export.sync.index import IndexResult, update_library_index
+from pplx_export.sync.plan import Plan, PlanItem, make_plan, parse_since, plan_to_json
+from pplx_export.sync.progress import progress_reporter
+
+if TYPE_CHECKING:
+    from pplx_export.cli.options import RunOptions
+
+log = logging.getLogger(__name__)
+
+AUTH_FAIL_FAST = 3
+ERROR_MAX = 300
+
+OpenSession = Callable[["RunOptions"], PerplexityAPI]
+
+
+@dataclass
+class BatchSummary:
+    ok: int = 0
+    skipped: int = 0
+    failed: int = 0
+    expired: int = 0
+    deleted: int = 0
+    early_stopped: int = 0
+    variant_hits: int = 0
+    requests: int = 0
+    elapsed: float = 0.0
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (uuid, reason)
+
+    def to_json(self) -> JSON:
+        return {
+            "ok": self.ok,
+            "skipped": self.skipped,
+            "failed": self.failed,
+            "expired": self.expired,
+            "deleted": self.deleted,
+            "early_stopped": self.early_stopped,
+            "answer_variant_hits": self.variant_hits,
+            "requests": self.requests,
+            "elapsed_s": round(self.elapsed, 3),
+            "failures": [{"uuid": u, "reason": r} for u, r in self.failures],
+        }
+
+    def line(self) -> str:
+        return (
+            f"batch: {self.ok} ok, {self.skipped} skipped, {self.failed} failed, "
+            f"{self.expired} expired, {self.deleted} deleted, {self.early_stopped} early-stopped, "
+            f"{self.variant_hits} answer-variant hits, {self.requests} requests, "
+            f"{self.elapsed:.1f}s"
+        )
+
+
+def _exporter(opts: RunOptions, api: PerplexityAPI, state: BatchState) -> Exporter:
+    return Exporter(
+        api=api,
+        root=opts.out,
+        account=opts.account,
+        lang=opts.lang,
+        state=state,
+        accounts=opts.config.accounts,
+    )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def run_index(opts: RunOptions, *, full: bool, api: PerplexityAPI | None = None) -> IndexResult:
+    """Refresh `index/library_<account>.json` from the library listing."""
+    own = api is None
+    api = api or open_session(opts)
+    try:
+        result = update_library_index(
+            opts.out,
+            opts.account.name,
+            api.iter_library(),
+            full=full,
+            now=_now(),
+            config=opts.config if opts.config.exists else None,
+        )
+    finally:
+        if own:
+            api.close()
+    return result
+
+
+def _export_item(
+    exporter: Exporter,
+    item: PlanItem,
+    summary: BatchSummary,
+    auth_streak: list[int],
+    url: str = "",
+) -> None:
+    """Export one planned thread and record its outcome; raise only to stop the run."""
+    uuid = item.uuid
+    state = exporter.state
+    try:
+        directory = exporter.export(uuid, item.row, url)
+    except EntryDeleted as exc:
+        state.mark_deleted(uuid, note=exc.reason[:ERROR_MAX])
+        summary.deleted += 1
+        log.warning("thread %s (%s) was deleted on Perplexity", uuid, item.title)
+    except EntryExpired as exc:
+        state.mark_expired(uuid, note=exc.reason[:ERROR_MAX])
+        summary.expired += 1
+        log.warning("thread %s (%s) expired on Perplexity", uuid, item.title)
+    except AuthError as exc:
+        auth_streak[0] += 1
+        _record_failure(exporter, item, summary, exc)
+        if auth_streak[0] >= AUTH_FAIL_FAST:
+            raise AuthError(
+                f"{AUTH_FAIL_FAST} authentication failures in a row; state saved ({exc.reason})",
+                endpoint=exc.endpoint,
+            ) from exc
+        return
+    except (ApiError, SchemaError, ArchiveError, OSError) as exc:
+        _record_failure(exporter, item, summary, exc)
+    else:
+        summary.ok += 1
+        log.debug("exported %s -> %s", uuid, directory)
+    auth_streak[0] = 0
+
+
+def _record_failure(
+    exporter: Exporter, item: PlanItem, summary: BatchSummary, exc: BaseException
+) -> None:
+    reason = f"{type(exc).__name__}: {exc}"[:ERROR_MAX]
+    exporter.state.mark_error(
+        item.uuid, error=reason, last_updated=item.last_updated, title=item.title
+    )
+    summary.failed += 1
+    summary.failures.append((item.uuid, reason))
+    log.error("thread %s (%s) failed: %s", item.uuid, item.title, reason)
+
+
+def plan_batch(
+    opts: RunOptions,
+    *,
+    full: bool = False,
+    force: bool = False,
+    limit: int | None = None,
+    mode: str | None = None,
+    since: str | None = None,
+) -> tuple[Plan, BatchState]:
+    index = load_index(opts.out, opts.account.name)
+    if not index.threads:
+        log.warning("the index of %s is empty: run `pplx-export index` first", opts.account.name)
+    state = BatchState.load(opts.out)
+    try:
+        since_dt = parse_since(since) if since else None
+    except ValueError as exc:
+        raise UsageError(f"--since: {exc}") from None
+    plan = make_plan(
+        index.threads,
+        state.threads,
+        full=full,
+        force=force,
+        limit=limit,
+        mode=mode,
+        since=since_dt,
+    )
+    return plan, state
+
+
+def run_batch(
+    opts: RunOptions,
+    *,
+    full: bool = False,
+    force: bool = False,
+    limit: int | None = None,
+    mode: str | None = None,
+    since: str | None = None,
+    dry_run: bool = False,
+    as_json: bool = False,
+    api: PerplexityAPI | None = None,
+) -> BatchSummary | Plan:
+    """Export what the plan says; see the module doc for the failure policy."""
+    plan, state = plan_batch(opts, full=full, force=force, limit=limit, mode=mode, since=since)
+    if dry_run:
+        _print_plan(plan, as_json)
+        return plan
+    summary = BatchSummary(early_stopped=len(plan.early_stopped))
+    summary.skipped = sum(1 for item in plan.items if item.kind not in ("new", "updated"))
+    if not plan.todo:
+        log.info("batch: nothing to do (%s)", _counts_text(plan))
+        _finish(summary, as_json, opts.quiet)
+        return summary
+    own = api is None
+    started = time.monotonic()
+    api = api or open_session(opts)
+    before = api.requests_made
+    exporter = _exporter(opts, api, state)
+    auth_streak = [0]
+    try:
+        with progress_reporter("batch", quiet=opts.quiet) as bar:
+            bar.set_total(len(plan.todo))
+            for item in plan.todo:
+                _export_item(exporter, item, summary, auth_streak)
+                bar.advance(item.title)
+    except KeyboardInterrupt:
+        state.save()
+        raise Interrupted("interrupted; state saved, rerun to continue") from None
+    finally:
+        summary.requests = api.requests_made - before
+        summary.elapsed = time.monotonic() - started
+        if own:
+            api.close()
+    summary.variant_hits = exporter.variant_hits
+    _finish(summary, as_json, opts.quiet)
+    return summary
+
+
+def _finish(summary: BatchSummary, as_json: bool, quiet: bool) -> None:
+    if as_json:
+        from pplx_export.cli.options import emit_json
+
+        emit_json(summary.to_json())
+    elif not quiet:
+        sys.stderr.write(summary.line() + "\n")
+        for uuid, reason in summary.failures:
+            sys.stderr.write(f"  failed: {uuid}: {reason}\n")
+    if summary.failed:
+        raise ThreadsFailed(f"{summary.failed} thread(s) failed; rerun to retry them")
+
+
+def _counts_text(plan: Plan) -> str:
+    return ", ".join(f"{k} {v}" for k, v in plan.counts.items() if v)
+
+
+def _print_plan(plan: Plan, as_json: bool) -> None:
+    from pplx_export.cli.options import emit_json
+
+    if as_json:
+        emit_json(plan_to_json(plan))
+        return
+    out = sys.stdout
+    out.write(f"plan: {_counts_text(plan) or 'nothing'}\n")
+    for item in plan.todo:
+        out.write(f"  {item.kind:8} {item.last_updated:28} {item.uuid}  {item.title}\n")
+
+
+def run_export(
+    opts: RunOptions, refs: list[str], *, force: bool = False, api: PerplexityAPI | None = None
+) -> BatchSummary:
+    """Export the given threads (URLs or UUIDs); unchanged ones are skipped unless forced."""
+    targets = [parse_thread_ref(ref) for ref in refs]
+    rows: dict[str, Any] = {
+        str(r.get("entryUUID")): r for r in load_index(opts.out, opts.account.name).threads
+    }
+    state = BatchState.load(opts.out)
+    summary = BatchSummary()
+    started = time.monotonic()
+    own = api is None
+    api = api or open_session(opts)
+    before = api.requests_made
+    exporter = _exporter(opts, api, state)
+    auth_streak = [0]
+    try:
+        for uuid, url in targets:
+            row = rows.get(uuid)
+            if not force and unchanged_since_export(state, uuid, row):
+                summary.skipped += 1
+                log.info("thread %s unchanged since its export (use --force)", uuid)
+                continue
+            title = str((row or {}).get("title") or "")
+            lu = str((row or {}).get("lastUpdated") or "")
+            item = PlanItem(uuid, title, lu, "new", "", row or {})
+            _export_item(exporter, item, summary, auth_streak, url)
+    except KeyboardInterrupt:
+        state.save()
+        raise Interrupted("interrupted; state saved") from None
+    finally:
+        summary.requests = api.requests_made - before
+        summary.elapsed = time.monotonic() - started
+        if own:
+            api.close()
+    summary.variant_hits = exporter.variant_hits
+    _finish(summary, False, opts.quiet)
+    return summary
+
+
+def run_sync(
+    opts: RunOptions,
+    *,
+    full: bool = False,
+    check_deleted: bool = False,
+    refresh_spaces: bool = False,
+) -> BatchSummary | Plan:
+    """`index` then `batch` over one session (one pacer, one sign-in)."""
+    for flag, command in ((check_deleted, "sync-deleted"), (refresh_spaces, "spaces")):
+        if flag:
+            raise UsageError(
+                f"--{'check-deleted' if command == 'sync-deleted' else 'refresh-spaces'} needs "
+                f"the `{command}` command, which this version does not have yet"
+            )
+    with open_session(opts) as api:
+        run_index(opts, full=full, api=api)
+        return run_batch(opts, full=full, api=api)

@@ -1,0 +1,122 @@
+"""Export one thread online: fetch -> parse -> download -> write -> mark done (App. A).
+
+The order matters for crash safety: state says `ok` only after every file of the thread is
+on disk (thread.json last), so a process killed anywhere in here leaves the thread "not
+done" and the next run simply exports it again.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pplx_export.archive.paths import safe_folder
+from pplx_export.archive.state import BatchState
+from pplx_export.archive.writer import prepare_thread_dir
+from pplx_export.errors import UsageError
+from pplx_export.models import Account
+from pplx_export.parse import needs_blocks
+from pplx_export.parse.last_updated import same_last_updated
+from pplx_export.perplexity.api import PerplexityAPI
+from pplx_export.sync.assemble import Engine, default_engine, export_conversation
+from pplx_export.sync.fetch_assets import download_assets, fetch_report_body
+
+log = logging.getLogger(__name__)
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def parse_thread_ref(ref: str) -> tuple[str, str]:
+    """(web_uuid, url) from a thread URL (`/search/<uuid>`, `/computer/tasks/<uuid>`) or UUID.
+
+    UUIDs are accepted in any case and stored lower-cased; the URL is kept only when the
+    user gave one (it decides the computer-vs-search URL form, protocol §4.3).
+    """
+    text = ref.strip()
+    match = _UUID.search(text)
+    if not match:
+        raise UsageError(f"not a thread URL or UUID: {ref!r}")
+    uuid = match.group(0).lower()
+    url = text if "/" in text else ""
+    if url and "/computer/tasks/" not in url and "/search/" not in url:
+        url = ""
+    return uuid, url
+
+
+@dataclass
+class Exporter:
+    """Everything one account's exports share during a command run."""
+
+    api: PerplexityAPI
+    root: Path
+    account: Account
+    lang: str
+    state: BatchState
+    accounts: Mapping[str, Account] = field(default_factory=dict)
+    engine: Engine = field(default_factory=default_engine)
+    variant_hits: int = 0
+
+    def folder_for(self, author: str) -> str:
+        """protocol §6.1: the author's display name from the account registry, else the name.
+
+        A thread shared through a space may have another author than the exporting account;
+        it is filed under that author.
+        """
+        known = self.accounts.get(author)
+        if known is None and author == self.account.name:
+            known = self.account
+        name = (known.display_name if known else "") or author or "unknown"
+        return safe_folder(name)
+
+    def export(self, web_uuid: str, row: Mapping[str, Any] | None = None, url: str = "") -> Path:
+        """Fetch, parse, download and write one thread, then mark it ok. Returns its dir."""
+        now = datetime.now(UTC)
+        row = dict(row) if row else None
+        plain = self.api.thread(web_uuid)
+        blocks = self.api.thread_schematized(web_uuid) if needs_blocks(plain, row, url) else None
+        conv = self.engine.parse(
+            plain,
+            blocks,
+            row,
+            web_uuid=web_uuid,
+            url=url,
+            export_via=self.account.name,
+            exported_at=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
+        for warning in conv.warnings:
+            log.info("thread %s: %s", web_uuid[:8], warning)
+        folder = self.folder_for(conv.author)
+        directory, _merged = prepare_thread_dir(self.root, conv, folder, dry_run=False)
+        download_assets(self.api, conv, directory)
+        report_body = fetch_report_body(self.api, conv, directory)
+        result = export_conversation(
+            self.root,
+            conv,
+            account_folder=folder,
+            lang=self.lang,
+            report_body=report_body,
+            dest=directory,
+            engine=self.engine,
+        )
+        self.variant_hits += len(result.variant_hits)
+        self.state.mark_ok(
+            web_uuid,
+            last_updated=conv.last_updated,
+            title=conv.title,
+            dir=directory.relative_to(self.root).as_posix(),
+            now=now,
+        )
+        return directory
+
+
+def unchanged_since_export(state: BatchState, web_uuid: str, row: dict[str, Any] | None) -> bool:
+    """True when the state says ok with the same (normalised) lastUpdated as `row`."""
+    record = state.get(web_uuid)
+    if not record or record.get("status") != "ok" or not row:
+        return False
+    return same_last_updated(record.get("lastUpdated"), row.get("lastUpdated"))
