@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pplx_export.models import Step
@@ -125,9 +125,9 @@ _DISPLAY_MODEL_HEURISTIC = {
 }
 
 
-def row_matches_mode(row: dict[str, Any], mode: str) -> bool:
+def row_matches_mode(row: Mapping[str, Any], mode: str) -> bool:
     """§4.4 `batch --mode` filter on an index row."""
-    row = as_dict(row)
+    row = as_dict(dict(row) if isinstance(row, Mapping) else row)
     mode = mode.strip().lower()
     known = SEARCH_MODE_MAP.get(as_str(row.get("search_mode")).upper())
     if known is not None:

@@ -26,7 +26,7 @@ from pplx_export.parse.last_updated import (
     same_last_updated,
 )
 from pplx_export.parse.lenient import as_dict, as_str
-from pplx_export.parse.mode_tables import SEARCH_MODE_MAP
+from pplx_export.parse.mode import row_matches_mode
 
 log = logging.getLogger(__name__)
 
@@ -46,38 +46,7 @@ WORK_KINDS = frozenset({"new", "updated"})
 FINISHED_KINDS = frozenset({"done", "expired", "deleted"})
 TERMINAL_STATUSES = frozenset({"expired", "deleted"})
 
-# protocol §4.4: index-level heuristics when a row has no known search_mode.
-_DISPLAY_MODEL_HINT = {
-    "deep-research": "pplx_alpha",
-    "council": "pplx_agentic_research",
-    "study": "pplx_study",
-}
-# The listing's `mode` for computer threads; `ASI` is treated as computer as well (§2.2).
-_COMPUTER_INDEX_MODES = frozenset({"COMPUTER", "ASI"})
-
 _EPOCH = datetime.min.replace(tzinfo=UTC)
-
-
-def row_matches_mode(row: Mapping[str, Any], mode: str) -> bool:
-    """Does an index row belong to archive mode `mode` (`batch --mode`, protocol §4.4)?
-
-    A known `search_mode` enrichment decides exactly. Without it the listing gives only
-    hints: the display model for the research sub-modes, the listing mode for computer, and
-    `SEARCH` for search, which is broad (it includes the three sub-modes, which the listing
-    cannot tell apart from plain search).
-    """
-    wanted = mode.strip().lower()
-    search_mode = as_str(row.get("search_mode")).upper()
-    if search_mode in SEARCH_MODE_MAP:
-        return SEARCH_MODE_MAP[search_mode] == wanted
-    index_mode = as_str(row.get("mode")).upper()
-    if wanted in _DISPLAY_MODEL_HINT:
-        return as_str(row.get("displayModel")) == _DISPLAY_MODEL_HINT[wanted]
-    if wanted == "computer":
-        return index_mode in _COMPUTER_INDEX_MODES
-    if wanted == "search":
-        return index_mode == "SEARCH"
-    return index_mode == wanted.upper()
 
 
 def parse_since(value: str | datetime) -> datetime:
