@@ -14,6 +14,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from pplx_export.parse.timeutil import format_utc_seconds, parse_iso
+
 # The fraction directly after the seconds field ("…:33.180330Z"); the first match only.
 _FRACTION = re.compile(r"(:\d{2})\.(\d+)")
 # "2035-12-26 00:03 UTC": the second-precision fallback some archived thread.json files hold.
@@ -46,31 +48,26 @@ def same_last_updated(a: Any, b: Any) -> bool:
 def parse_last_updated(value: Any) -> datetime | None:
     """A timezone-aware UTC datetime for sorting and `--since`, or None when unreadable.
 
-    Accepts ISO 8601 (`Z`, offsets, 1-6+ fractional digits), `YYYY-MM-DD HH:MM UTC`, and a
-    bare date. Naive values are taken as UTC (the platform only speaks UTC).
+    ISO 8601 goes through `timeutil.parse_iso` (naive = UTC); on top of it this accepts the
+    `YYYY-MM-DD HH:MM UTC` fallback some archived thread.json files hold, and a bare date.
     """
     if not isinstance(value, str) or not value.strip():
         return None
     text = _UTC_SUFFIX.sub("", value.strip())
-    # fromisoformat accepts at most 6 fractional digits; longer ones carry no extra meaning.
-    text = re.sub(r"(\.\d{6})\d+", r"\1", text, count=1)
+    parsed = parse_iso(text)
+    if parsed is not None:
+        return parsed
+    match = _DATE_PREFIX.match(text)
+    if not match:
+        return None
     try:
-        parsed = datetime.fromisoformat(text)
+        return datetime(int(match[1]), int(match[2]), int(match[3]), tzinfo=UTC)
     except ValueError:
-        match = _DATE_PREFIX.match(text)
-        if not match:
-            return None
-        try:
-            parsed = datetime(int(match[1]), int(match[2]), int(match[3]))
-        except ValueError:
-            return None
-    if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+        return None
 
 
 def format_utc(moment: datetime) -> str:
     """The stamp format of state and config bookkeeping: `%Y-%m-%dT%H:%M:%SZ`, in UTC."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_utc_seconds(moment)
