@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import stat
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from click.testing import CliRunner
 from pplx_export.cli.export import main
 from pplx_export.config import default_config_path, load_config
 from pplx_export.errors import ConfigError
+from pplx_export.logs import setup_logging
 
 SAMPLE = """\
 # my archive settings
@@ -93,3 +95,33 @@ def test_cli_version_and_help() -> None:
     runner = CliRunner()
     assert "pplx-export" in runner.invoke(main, ["--version"]).output
     assert runner.invoke(main, ["--help"]).exit_code == 0
+
+
+def test_cli_maps_config_errors_to_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("archive_root = [\n")
+    result = CliRunner().invoke(main, ["status", "--config", str(bad)])
+    assert result.exit_code == 2
+    assert "bad.toml" in result.output and "line" in result.output
+
+
+def test_cli_missing_explicit_config_is_exit_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["status", "--config", str(tmp_path / "none.toml")])
+    assert result.exit_code == 2
+    assert "not found" in result.output
+
+
+def test_log_file_records_debug_while_console_is_quiet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log_file = tmp_path / "logs" / "run.log"
+    setup_logging(verbose=0, quiet=True, log_file=log_file)
+    try:
+        logging.getLogger("pplx_export.test").debug("detail for the file only")
+        logging.getLogger("pplx_export.test").error("shown everywhere")
+    finally:
+        setup_logging()
+    text = log_file.read_text()
+    assert "detail for the file only" in text and "shown everywhere" in text
+    err = capsys.readouterr().err
+    assert "detail for the file only" not in err and "shown everywhere" in err
