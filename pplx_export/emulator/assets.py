@@ -18,23 +18,10 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from pplx_export.parse.lenient import as_dict, as_str, dicts
+from pplx_export.perplexity.constants import ASSET_FILE_KEYS as FILE_KEYS
 
 JSON = dict[str, Any]
 
-FILE_KEYS = (
-    "doc_file",
-    "slide_file",
-    "research_report",
-    "pdf_file",
-    "docx_file",
-    "code_file",
-    "xlsx_file",
-    "audio_file",
-    "chart",
-    "quiz",
-    "model_3d",
-    "app",
-)
 URL_KEYS = ("url", "s3_url", "svg_url", "webview_url", "thumbnail")
 FILES_PREFIX = "/__emulator/files/"
 

@@ -12,21 +12,8 @@ from urllib.parse import urlsplit
 
 from pplx_export.models import Asset, ReportInfo
 from pplx_export.parse.lenient import as_dict, as_str, dicts, first_str, lenient_int
+from pplx_export.perplexity.constants import ASSET_FILE_KEYS
 
-ASSET_FILE_KEYS = (
-    "doc_file",
-    "slide_file",
-    "research_report",
-    "pdf_file",
-    "docx_file",
-    "code_file",
-    "xlsx_file",
-    "audio_file",
-    "chart",
-    "quiz",
-    "model_3d",
-    "app",
-)
 KNOWN_EXTS = frozenset(
     {
         *("md", "markdown", "pptx", "pdf", "docx", "xlsx", "csv", "py", "tex", "png", "jpg"),
