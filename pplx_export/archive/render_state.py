@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pplx_export.archive.atomic import write_if_changed
+from pplx_export.jsontext import dumps_indented
 from pplx_export.models import JSON
 
 log = logging.getLogger(__name__)
@@ -150,4 +151,4 @@ def load_state(root: Path) -> dict[str, Any]:
 
 def save_state(root: Path, threads: dict[str, Any]) -> None:
     doc = {"format": FORMAT, "threads": dict(sorted(threads.items()))}
-    write_if_changed(Path(root) / STATE_NAME, json.dumps(doc, ensure_ascii=False, indent=0))
+    write_if_changed(Path(root) / STATE_NAME, dumps_indented(doc, 0))
