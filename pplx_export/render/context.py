@@ -24,3 +24,17 @@ class Ctx:
     @property
     def sub_map(self) -> dict[str, SubAgent]:
         return self.conv.sub_agents
+
+    def with_answer(self, answer: str) -> Ctx:
+        # Direct construction: dataclasses.replace costs ten times as much, per nested block.
+        return Ctx(self.labels, self.conv, answer, self.locked_reason)
+
+    def with_locked_reason(self, locked_reason: str) -> Ctx:
+        return Ctx(self.labels, self.conv, self.answer, locked_reason)
+
+    def with_turn(self, answer: str, locked_reason: str) -> Ctx:
+        return Ctx(self.labels, self.conv, answer, locked_reason)
+
+    def content_only(self) -> Ctx:
+        """The same context with every label blank: renders content without decoration."""
+        return Ctx(self.labels.blank, self.conv, self.answer, self.locked_reason)
