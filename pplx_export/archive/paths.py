@@ -95,11 +95,11 @@ def thread_dir_name(last_updated: str | None, title: str | None, web_uuid: str) 
     return f"{date_part(last_updated)}_{slugify(title)}_{uuid8(web_uuid)}"
 
 
-def _plainly_inside(root: Path, path: Path) -> bool:
+def _plainly_inside(root: str, path: str) -> bool:
     """True when `path` is `root` plus existing, ordinary name components none of which is a
     symlink: it then resolves inside `root` whatever `root` resolves to. A few lstat calls
     instead of resolving both paths (re-render checks every directory it writes)."""
-    head, rest = str(root).rstrip(os.sep), str(path)
+    head, rest = root.rstrip(os.sep), path
     if not head or not rest.startswith(head + os.sep):
         return False
     current = head
@@ -117,7 +117,7 @@ def _plainly_inside(root: Path, path: Path) -> bool:
 
 def ensure_inside(root: Path, path: Path) -> Path:
     """Raise ArchiveError unless `path` resolves to a location strictly inside `root`."""
-    if _plainly_inside(Path(root), Path(path)):
+    if _plainly_inside(os.fspath(root), os.fspath(path)):
         return path
     real_root = Path(root).resolve()
     real = Path(path).resolve()

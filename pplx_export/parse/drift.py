@@ -7,9 +7,10 @@ as a placeholder, so `verify` can report a platform change as a warning.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from pplx_export.models import SchemaDrift
+from pplx_export.models import SchemaDrift, Step
 from pplx_export.parse.lenient import as_dict, as_str, decode_json, dicts, first
 from pplx_export.parse.steps import KNOWN_STEP_TYPES, raw_step_list
 from pplx_export.parse.workflow import iter_steps, workflow_blocks
@@ -47,10 +48,25 @@ def _status(drift: SchemaDrift, value: Any) -> None:
         drift.add("status", status)
 
 
-def scan(plain: dict[str, Any], blocks: dict[str, Any] | None) -> SchemaDrift:
+def scan(
+    plain: dict[str, Any],
+    blocks: dict[str, Any] | None,
+    decoded: Mapping[int, list[Step]] | None = None,
+) -> SchemaDrift:
+    """`decoded` maps `id(entry)` to the steps the parser already decoded from that plain
+    entry's `text` (the same values `raw_step_list` + `decode_json` give), so the JSON inside
+    the strings is not decoded a second time."""
     drift = SchemaDrift()
+    decoded = decoded or {}
     for key in ("entries", "background_entries"):
         for entry in dicts(plain.get(key)):
+            known = decoded.get(id(entry))
+            if known is not None:
+                for parsed in known:
+                    if parsed.step_type not in KNOWN_STEP_TYPES:
+                        drift.add("step_type", parsed.step_type or "(missing)")
+                    _items(drift, parsed.content.get("workflow_items"))
+                continue
             for step in raw_step_list(entry.get("text")):
                 kind = as_str(first(step, "step_type", "type"))
                 if kind not in KNOWN_STEP_TYPES:
