@@ -13,7 +13,7 @@ from typing import Any
 from pplx_export.models import SchemaDrift, Step
 from pplx_export.parse.lenient import as_dict, as_str, decode_json, dicts, first
 from pplx_export.parse.steps import KNOWN_STEP_TYPES, raw_step_list
-from pplx_export.parse.workflow import iter_steps, workflow_blocks
+from pplx_export.parse.workflow import item_payload, iter_steps, workflow_blocks
 
 KNOWN_ITEM_TYPES = frozenset(
     {
@@ -82,9 +82,10 @@ def scan(
                 _status(drift, wf.get("status"))
                 for step in iter_steps(wf):
                     _status(drift, step.get("status"))
-                    _items(drift, step.get("items"))
-                    for item in dicts(step.get("items")):
-                        wp = as_dict(as_dict(item.get("payload")).get("workflow_payload"))
+                    items = dicts(step.get("items"))
+                    _items(drift, items)
+                    for item in items:
+                        wp = item_payload(item)
                         if wp:
                             _status(drift, wp.get("status"))
     return drift

@@ -26,7 +26,16 @@ def _goals(entry: dict[str, Any]) -> list[str]:
 
 
 def plan_goals(ctx: Ctx, uuids: set[str], section: str = "entries") -> list[str]:
-    """Distinct goal descriptions of the entries (of `section`) whose uuid is in `uuids`."""
+    """Distinct goal descriptions of the entries (of `section`) whose uuid is in `uuids`.
+    The result is shared (memoised per thread): callers must not modify it."""
+    key = ("plan_goals", section, frozenset(uuids))
+    cached: list[str] | None = ctx.memo.get(key)
+    if cached is None:
+        cached = ctx.memo[key] = _plan_goals(ctx, uuids, section)
+    return cached
+
+
+def _plan_goals(ctx: Ctx, uuids: set[str], section: str) -> list[str]:
     out: list[str] = []
     for raw in (ctx.conv.raw_plain, ctx.conv.raw_blocks):
         for entry in dicts(as_dict(raw).get(section)):
