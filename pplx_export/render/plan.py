@@ -36,12 +36,21 @@ def plan_goals(ctx: Ctx, uuids: set[str], section: str = "entries") -> list[str]
 
 
 def _plan_goals(ctx: Ctx, uuids: set[str], section: str) -> list[str]:
+    if not uuids:
+        return []
+    key = ("plan_entries", section)
+    index: list[tuple[set[str], dict[str, Any]]] | None = ctx.memo.get(key)
+    if index is None:
+        # Both raw responses' entries of the section with their ids, in order, once per thread.
+        index = ctx.memo[key] = [
+            ({as_str(entry.get("uuid")), as_str(entry.get("backend_uuid"))}, entry)
+            for raw in (ctx.conv.raw_plain, ctx.conv.raw_blocks)
+            for entry in dicts(as_dict(raw).get(section))
+        ]
     out: list[str] = []
-    for raw in (ctx.conv.raw_plain, ctx.conv.raw_blocks):
-        for entry in dicts(as_dict(raw).get(section)):
-            ids = {as_str(entry.get("uuid")), as_str(entry.get("backend_uuid"))}
-            if ids & uuids:
-                out += [g for g in _goals(entry) if g not in out]
+    for ids, entry in index:
+        if not ids.isdisjoint(uuids):
+            out += [g for g in _goals(entry) if g not in out]
     return out
 
 
