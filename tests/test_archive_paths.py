@@ -88,6 +88,28 @@ def test_ensure_inside_rejects_escape(tmp_path: Path) -> None:
         ensure_inside(tmp_path, tmp_path)
 
 
+def test_ensure_inside_existing_dirs_and_symlinks(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "a" / "search" / "t1").mkdir(parents=True)
+    (tmp_path / "outside" / "t2").mkdir(parents=True)
+    plain = root / "a" / "search" / "t1"
+    assert ensure_inside(root, plain) == plain
+    # A symlinked component that leaves the root is refused, whichever level it is at.
+    (root / "a" / "escape").symlink_to(tmp_path / "outside")
+    with pytest.raises(ArchiveError):
+        ensure_inside(root, root / "a" / "escape" / "t2")
+    (root / "link").symlink_to(tmp_path / "outside" / "t2")
+    with pytest.raises(ArchiveError):
+        ensure_inside(root, root / "link")
+    # A symlink that stays inside is fine (resolved the slow way).
+    (root / "b").symlink_to(root / "a")
+    assert ensure_inside(root, root / "b" / "search" / "t1") == root / "b" / "search" / "t1"
+    # So is a root reached through a symlink.
+    (tmp_path / "alias").symlink_to(root)
+    alias = tmp_path / "alias"
+    assert ensure_inside(alias, alias / "a" / "search" / "t1") == alias / "a" / "search" / "t1"
+
+
 hostile = st.one_of(
     st.lists(
         st.sampled_from(

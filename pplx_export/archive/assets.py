@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pplx_export.archive.paths import cap_bytes, safe_stem
+from pplx_export.jsontext import dumps_indented
 from pplx_export.models import JSON, Asset
 from pplx_export.parse.lenient import lenient_int
 
@@ -155,4 +156,4 @@ def build_manifest(assets: list[Asset], thread_dir: Path, existing: JSON | None)
 
 
 def dump_manifest(doc: JSON) -> str:
-    return json.dumps(doc, ensure_ascii=False, indent=1)
+    return dumps_indented(doc, 1)

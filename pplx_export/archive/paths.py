@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import re
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -94,8 +95,30 @@ def thread_dir_name(last_updated: str | None, title: str | None, web_uuid: str) 
     return f"{date_part(last_updated)}_{slugify(title)}_{uuid8(web_uuid)}"
 
 
+def _plainly_inside(root: str, path: str) -> bool:
+    """True when `path` is `root` plus existing, ordinary name components none of which is a
+    symlink: it then resolves inside `root` whatever `root` resolves to. A few lstat calls
+    instead of resolving both paths (re-render checks every directory it writes)."""
+    head, rest = root.rstrip(os.sep), path
+    if not head or not rest.startswith(head + os.sep):
+        return False
+    current = head
+    for part in rest[len(head) + 1 :].split(os.sep):
+        if part in ("", ".", ".."):
+            return False
+        current += os.sep + part
+        try:
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                return False
+        except OSError:
+            return False
+    return True
+
+
 def ensure_inside(root: Path, path: Path) -> Path:
     """Raise ArchiveError unless `path` resolves to a location strictly inside `root`."""
+    if _plainly_inside(os.fspath(root), os.fspath(path)):
+        return path
     real_root = Path(root).resolve()
     real = Path(path).resolve()
     if real == real_root or not real.is_relative_to(real_root):

@@ -7,8 +7,15 @@ reading it; otherwise its SHA-256 decides (a `touch` alone does not force a rend
 inputs are fingerprinted after the render, so the rewritten thread.json is the recorded one.
 
 Layout: `{"format": 1, "threads": {"⟨account⟩/⟨mode⟩/⟨dir⟩": {"renderer": V, "lang": L,
-"files": {"raw_entries.json": [size, mtime_ns, sha256], ...}}}}`. The file is derived state:
-losing it only costs one full re-render.
+"files": {"raw_entries.json": [size, mtime_ns, sha256], ...}, "outputs": STAMP}}}`. The file
+is derived state: losing it only costs one full re-render.
+
+`outputs` (optional) is one digest over every derived file the render put (name, sha256,
+size, mtime_ns). A full re-render whose rendered bytes and on-disk stats give the same stamp
+knows every derived file already holds those bytes without reading one (the same size+mtime
+trust as above); any difference falls back to reading and comparing file by file. One
+digest per thread rather than one per file keeps this file, which every `--changed-only`
+run loads, small.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pplx_export.archive.atomic import write_if_changed
+from pplx_export.jsontext import dumps_indented
 from pplx_export.models import JSON
 
 log = logging.getLogger(__name__)
@@ -41,21 +49,62 @@ def _sha256(path: Path) -> str:
 
 
 def fingerprint(
-    thread_dir: Path, renderer: str, lang: str, known: dict[str, str] | None = None
+    thread_dir: Path,
+    renderer: str,
+    lang: str,
+    known: dict[str, str] | None = None,
+    *,
+    stats: dict[str, tuple[int, int]] | None = None,
+    outputs: str = "",
 ) -> JSON:
     """The record for `thread_dir` now. `known` holds sha256 digests the caller just
-    computed from the bytes on disk (the writer's, the raw files it read), to skip re-reads."""
+    computed from the bytes on disk (the writer's, the raw files it read), to skip re-reads;
+    `stats` their `(size, mtime_ns)` as they are now (skips the stat); `outputs` the writer's
+    stamp of the derived files."""
     files: dict[str, list[Any]] = {}
     known = known or {}
+    stats = stats or {}
+    base = str(thread_dir) + os.sep
     for rel in INPUTS:
-        path = thread_dir / rel
-        try:
-            st = path.stat()
-            digest = known.get(rel) or _sha256(path)
-        except FileNotFoundError:
-            continue
-        files[rel] = [st.st_size, st.st_mtime_ns, digest]
-    return {"renderer": renderer, "lang": lang, "files": files}
+        digest = known.get(rel)
+        stat = stats.get(rel) if digest else None
+        if stat is None:
+            try:
+                st = os.stat(base + rel)
+                digest = digest or _sha256(Path(base + rel))
+            except FileNotFoundError:
+                continue
+            stat = (st.st_size, st.st_mtime_ns)
+        files[rel] = [stat[0], stat[1], digest]
+    record: JSON = {"renderer": renderer, "lang": lang, "files": files}
+    if outputs:
+        record["outputs"] = outputs
+    return record
+
+
+def recorded_file(entry: Any, rel: str) -> tuple[int, int, str] | None:
+    """`(size, mtime_ns, sha256)` recorded for input `rel` in a state entry, if well formed."""
+    files = entry.get("files") if isinstance(entry, dict) else None
+    rec = files.get(rel) if isinstance(files, dict) else None
+    if not isinstance(rec, list) or len(rec) != 3:
+        return None
+    size, mtime_ns, digest = rec
+    if isinstance(size, int) and isinstance(mtime_ns, int) and isinstance(digest, str):
+        return size, mtime_ns, digest
+    return None
+
+
+def recorded_outputs(entry: Any) -> str:
+    value = entry.get("outputs") if isinstance(entry, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def outputs_stamp(files: list[tuple[str, str, int, int]]) -> str:
+    """One digest over `(rel, sha256, size, mtime_ns)` of every derived file, in order."""
+    h = hashlib.sha256()
+    for rel, digest, size, mtime_ns in files:
+        h.update(f"{rel}\0{digest}\0{size}\0{mtime_ns}\n".encode())
+    return h.hexdigest()
 
 
 def is_fresh(entry: Any, thread_dir: Path | str, renderer: str, lang: str) -> bool:
@@ -102,4 +151,4 @@ def load_state(root: Path) -> dict[str, Any]:
 
 def save_state(root: Path, threads: dict[str, Any]) -> None:
     doc = {"format": FORMAT, "threads": dict(sorted(threads.items()))}
-    write_if_changed(Path(root) / STATE_NAME, json.dumps(doc, ensure_ascii=False, indent=0))
+    write_if_changed(Path(root) / STATE_NAME, dumps_indented(doc, 0))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pplx_export.jsontext import dumps_indented
 from pplx_export.models import JSON, Conversation
 
 THREAD_JSON = "thread.json"
@@ -83,7 +84,7 @@ def build_thread_json(
 
 def dump_thread_json(doc: JSON) -> str:
     # Same bytes as the earlier tool: indent 1, UTF-8 unescaped, no trailing newline.
-    return json.dumps(doc, ensure_ascii=False, indent=1)
+    return dumps_indented(doc, 1)
 
 
 def load_json_dict(text: str) -> JSON | None:

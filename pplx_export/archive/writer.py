@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,10 +20,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pplx_export.archive import assets as asset_files
-from pplx_export.archive.atomic import write_if_changed
+from pplx_export.archive.atomic import atomic_write_bytes
 from pplx_export.archive.migrate import merge_thread_dir, sweep_trash
 from pplx_export.archive.paths import ensure_inside, find_thread_dirs, thread_dir
 from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES, dump_raw, redact_tokens
+from pplx_export.archive.render_state import outputs_stamp, recorded_file, recorded_outputs
 from pplx_export.archive.thread_json import (
     THREAD_JSON,
     build_thread_json,
@@ -55,6 +57,10 @@ class WriteResult:
     redacted_tokens: int = 0
     # sha256 of every file put, as it is now on disk: spares the render fingerprint a re-read.
     digests: dict[str, str] = field(default_factory=dict)
+    # (size, mtime_ns) of every file put, as it is now on disk (not in a dry run).
+    stats: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # render_state.outputs_stamp of the derived files (not in a dry run).
+    outputs_stamp: str = ""
 
     @property
     def changed(self) -> bool:
@@ -66,24 +72,83 @@ class _Sink:
 
     def __init__(self, directory: Path, result: WriteResult, dry_run: bool) -> None:
         self.directory = directory
+        self.base = str(directory) + os.sep
         self.result = result
         self.dry_run = dry_run
 
-    def put(self, rel: str, data: str | bytes, *, durable: bool) -> None:
-        path = self.directory / rel
+    def _stat(self, rel: str) -> os.stat_result | None:
+        try:
+            return os.stat(self.base + rel)
+        except OSError:
+            return None
+
+    def put(
+        self,
+        rel: str,
+        data: str | bytes,
+        *,
+        durable: bool,
+        known: tuple[int, int, str] | None = None,
+    ) -> None:
+        """Write `rel` unless it holds `data` already. `known` is a trusted `(size, mtime_ns,
+        sha256)` record of the file: when size and mtime still match, the digest decides
+        without reading the file."""
         raw = data.encode("utf-8") if isinstance(data, str) else data
-        self.result.digests[rel] = hashlib.sha256(raw).hexdigest()
-        if self.dry_run:
+        digest = hashlib.sha256(raw).hexdigest()
+        self.result.digests[rel] = digest
+        st = self._stat(rel)
+        if st is not None and st.st_size == len(raw):
+            stat = (st.st_size, st.st_mtime_ns)
+            if known is not None and known == (*stat, digest):
+                self._unchanged(rel, stat)
+                return
             try:
-                same = path.read_bytes() == raw
+                same = (self.directory / rel).read_bytes() == raw
             except OSError:
                 same = False
-            (self.result.unchanged if same else self.result.written).append(rel)
+            if same:
+                self._unchanged(rel, stat)
+                return
+        self.result.written.append(rel)
+        if self.dry_run:
             return
-        if write_if_changed(path, raw, durable=durable):
-            self.result.written.append(rel)
-        else:
-            self.result.unchanged.append(rel)
+        atomic_write_bytes(self.directory / rel, raw, durable=durable)
+        st = self._stat(rel)
+        if st is not None:
+            self.result.stats[rel] = (st.st_size, st.st_mtime_ns)
+
+    def _unchanged(self, rel: str, stat: tuple[int, int]) -> None:
+        self.result.unchanged.append(rel)
+        self.result.stats[rel] = stat
+
+    def put_derived(self, files: list[tuple[str, bytes]], recorded_stamp: str) -> None:
+        """Put the derived files; when the stamp of their bytes and on-disk stats equals the
+        one recorded after the last render, every file is known unchanged without a read."""
+        if recorded_stamp:
+            rows = []
+            for rel, raw in files:
+                st = self._stat(rel)
+                if st is None or st.st_size != len(raw):
+                    break
+                rows.append((rel, hashlib.sha256(raw).hexdigest(), st.st_size, st.st_mtime_ns))
+            else:
+                if outputs_stamp(rows) == recorded_stamp:
+                    for rel, digest, size, mtime_ns in rows:
+                        self.result.digests[rel] = digest
+                        self._unchanged(rel, (size, mtime_ns))
+                    self.result.outputs_stamp = recorded_stamp
+                    return
+        for rel, raw in files:
+            self.put(rel, raw, durable=False)
+        if self.dry_run:
+            return
+        rows = []
+        for rel, _ in files:
+            stat = self.result.stats.get(rel)
+            if stat is None:
+                return  # vanished under us: record no stamp, the next run compares bytes
+            rows.append((rel, self.result.digests[rel], *stat))
+        self.result.outputs_stamp = outputs_stamp(rows)
 
     def remove(self, rel: str) -> None:
         self.result.removed.append(rel)
@@ -134,6 +199,8 @@ def write_thread(
     log_variants: bool = True,
     dry_run: bool = False,
     now: datetime | None = None,
+    existing_doc: JSON | None = None,
+    recorded: JSON | None = None,
 ) -> WriteResult:
     """Write one thread's directory and return what changed.
 
@@ -145,6 +212,10 @@ def write_thread(
     older directories of the same thread are merged into it. With `log_variants` the
     answer-variant warnings and log lines are emitted here; a parallel re-render passes
     False and does it in the parent from `variant_hits`.
+
+    Re-render passes what it has already read: `existing_doc` (the thread.json on disk, so it
+    is not read twice) and `recorded` (the directory's render_state entry, whose digests let
+    unchanged files be recognised without reading them).
     """
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, not {source!r}")
@@ -161,15 +232,17 @@ def write_thread(
     online = source == "online"
     sink = _Sink(directory, result, dry_run)
 
-    try:
-        existing_text = (directory / THREAD_JSON).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        existing_text = None
-    except OSError as exc:
-        raise ArchiveError(f"cannot read {directory / THREAD_JSON}: {exc}") from exc
-    existing = load_json_dict(existing_text) if existing_text is not None else None
-    if existing_text is not None and existing is None:
-        log.warning("%s: thread.json is not a JSON object, rebuilding it", directory)
+    existing = existing_doc
+    if existing is None:
+        try:
+            existing_text = (directory / THREAD_JSON).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            existing_text = None
+        except OSError as exc:
+            raise ArchiveError(f"cannot read {directory / THREAD_JSON}: {exc}") from exc
+        existing = load_json_dict(existing_text) if existing_text is not None else None
+        if existing_text is not None and existing is None:
+            log.warning("%s: thread.json is not a JSON object, rebuilding it", directory)
     if existing is not None and existing.get("web_uuid") not in (None, conv.web_uuid):
         # Same date, slug and uuid8 as another thread: never write over its files.
         raise ArchiveError(
@@ -182,26 +255,34 @@ def write_thread(
         sink.put(REPORT_SOURCE, report_body, durable=True)
 
     # 2. Inline assets, derived files, stale turn files.
+    derived: list[tuple[str, bytes]] = []
     names = asset_files.inline_file_names(conv.assets)
     for a in asset_files.inline_assets(conv.assets):
         rel = f"{asset_files.FILES_DIR}/{names[id(a)]}"
-        sink.put(rel, a.inline_content, durable=False)
+        derived.append((rel, a.inline_content.encode("utf-8")))
         a.downloaded_to = rel
-    for rel in sorted(rendered):
-        sink.put(rel, rendered[rel], durable=False)
-    turns_dir = directory / "turns"
-    if turns_dir.is_dir():
-        for path in sorted(turns_dir.glob("turn_*.md")):
-            rel = f"turns/{path.name}"
-            if rel not in rendered:
-                sink.remove(rel)
+    derived += [(rel, rendered[rel].encode("utf-8")) for rel in sorted(rendered)]
+    sink.put_derived(derived, recorded_outputs(recorded))
+    try:
+        turn_names = os.listdir(sink.base + "turns")
+    except (FileNotFoundError, NotADirectoryError):
+        turn_names = []
+    for name in sorted(turn_names):
+        rel = f"turns/{name}"
+        if name.startswith("turn_") and name.endswith(".md") and rel not in rendered:
+            sink.remove(rel)
 
     # 3. Manifest (state: downloads and expiry flags), then thread.json.
     manifest = asset_files.build_manifest(
         conv.assets, directory, asset_files.load_manifest(directory)
     )
     if manifest is not None:
-        sink.put(asset_files.MANIFEST, asset_files.dump_manifest(manifest), durable=online)
+        sink.put(
+            asset_files.MANIFEST,
+            asset_files.dump_manifest(manifest),
+            durable=online,
+            known=recorded_file(recorded, asset_files.MANIFEST),
+        )
     exported_at: str | None
     if source == "online":
         exported_at = conv.exported_at or (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -210,7 +291,12 @@ def write_thread(
     else:
         exported_at = conv.exported_at or None
     doc = build_thread_json(conv, existing, exported_at=exported_at)
-    sink.put(THREAD_JSON, dump_thread_json(doc), durable=online)
+    sink.put(
+        THREAD_JSON,
+        dump_thread_json(doc),
+        durable=online,
+        known=recorded_file(recorded, THREAD_JSON),
+    )
 
     # 4. Answer variants: warn on every online fetch, offline only when the list changed.
     records = variant_records(conv.web_uuid, conv.title, conv.answer_variants)

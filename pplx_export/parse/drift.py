@@ -7,12 +7,13 @@ as a placeholder, so `verify` can report a platform change as a warning.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from pplx_export.models import SchemaDrift
+from pplx_export.models import SchemaDrift, Step
 from pplx_export.parse.lenient import as_dict, as_str, decode_json, dicts, first
 from pplx_export.parse.steps import KNOWN_STEP_TYPES, raw_step_list
-from pplx_export.parse.workflow import iter_steps, workflow_blocks
+from pplx_export.parse.workflow import item_payload, iter_steps, workflow_blocks
 
 KNOWN_ITEM_TYPES = frozenset(
     {
@@ -47,10 +48,25 @@ def _status(drift: SchemaDrift, value: Any) -> None:
         drift.add("status", status)
 
 
-def scan(plain: dict[str, Any], blocks: dict[str, Any] | None) -> SchemaDrift:
+def scan(
+    plain: dict[str, Any],
+    blocks: dict[str, Any] | None,
+    decoded: Mapping[int, list[Step]] | None = None,
+) -> SchemaDrift:
+    """`decoded` maps `id(entry)` to the steps the parser already decoded from that plain
+    entry's `text` (the same values `raw_step_list` + `decode_json` give), so the JSON inside
+    the strings is not decoded a second time."""
     drift = SchemaDrift()
+    decoded = decoded or {}
     for key in ("entries", "background_entries"):
         for entry in dicts(plain.get(key)):
+            known = decoded.get(id(entry))
+            if known is not None:
+                for parsed in known:
+                    if parsed.step_type not in KNOWN_STEP_TYPES:
+                        drift.add("step_type", parsed.step_type or "(missing)")
+                    _items(drift, parsed.content.get("workflow_items"))
+                continue
             for step in raw_step_list(entry.get("text")):
                 kind = as_str(first(step, "step_type", "type"))
                 if kind not in KNOWN_STEP_TYPES:
@@ -66,9 +82,10 @@ def scan(plain: dict[str, Any], blocks: dict[str, Any] | None) -> SchemaDrift:
                 _status(drift, wf.get("status"))
                 for step in iter_steps(wf):
                     _status(drift, step.get("status"))
-                    _items(drift, step.get("items"))
-                    for item in dicts(step.get("items")):
-                        wp = as_dict(as_dict(item.get("payload")).get("workflow_payload"))
+                    items = dicts(step.get("items"))
+                    _items(drift, items)
+                    for item in items:
+                        wp = item_payload(item)
                         if wp:
                             _status(drift, wp.get("status"))
     return drift

@@ -31,7 +31,10 @@ def as_str(value: Any) -> str:
 
 def dicts(value: Any) -> list[dict[str, Any]]:
     """The dict items of a list (anything else in it is skipped)."""
-    return [v for v in as_list(value) if isinstance(v, dict)]
+    # The parser's and renderer's most frequent call: no nested as_list call.
+    if not isinstance(value, list):
+        return []
+    return [v for v in value if isinstance(v, dict)]
 
 
 def lenient_int(value: Any) -> int:

@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 from pplx_export.errors import SchemaError
-from pplx_export.models import Conversation, Report, Space, SubAgent, Turn
+from pplx_export.models import Conversation, Report, Space, Step, SubAgent, Turn
 from pplx_export.parse.answers import wf_block_answer
 from pplx_export.parse.assets import collect_assets, report_candidates
 from pplx_export.parse.attribution import attribute
@@ -102,14 +102,21 @@ def _web_uuid(web_uuid: str, index_row: dict[str, Any] | None, entries: list[Any
     )
 
 
-def _build_turns(entries: list[Any], warnings: list[str]) -> list[Turn]:
+def _build_turns(
+    entries: list[Any], warnings: list[str], decoded: dict[int, list[Step]] | None = None
+) -> list[Turn]:
+    """Turns in time order; `decoded` collects each entry's steps by `id(entry)` (drift.scan
+    reuses them instead of decoding the step JSON again)."""
     turns = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             warnings.append(f"entries[{i}] is not an object ({type(entry).__name__}); skipped")
             continue
         try:
-            turns.append(build_turn(entry, i + 1))
+            turn = build_turn(entry, i + 1)
+            turns.append(turn)
+            if decoded is not None:
+                decoded[id(entry)] = turn.steps
         except _ENTRY_ERRORS as exc:
             warnings.append(
                 f"entries[{i}] could not be parsed ({exc.__class__.__name__}); kept as a bare turn"
@@ -201,7 +208,8 @@ def parse_thread(
         warnings.append("schematized response is not an object; ignored")
         blocks = None
 
-    turns = _build_turns(entries, warnings)
+    decoded: dict[int, list[Step]] = {}
+    turns = _build_turns(entries, warnings, decoded)
     url = url or thread_url(uuid, row)
     mode, mode_warnings = detect_mode(
         metadata, row, url, [s for t in turns for s in t.steps], entries
@@ -248,7 +256,7 @@ def parse_thread(
     if info is not None:
         conv.report = Report(info=info, candidates=report_candidates(info, conv.assets))
     conv.interruptions = build_registry(conv.turns, conv.appendix)
-    conv.drift = scan(plain, blocks)
+    conv.drift = scan(plain, blocks, decoded)
     conv.warnings = warnings
     for line in warnings:
         log.debug("thread %s: %s", uuid, line)

@@ -39,9 +39,16 @@ def index_wf_blocks(entries: list[Any]) -> dict[str, dict[str, Any]]:
 
 
 def item_payload(item: Any) -> dict[str, Any] | None:
-    """The `workflow_payload` dict of an item, if it has one."""
-    wp = as_dict(as_dict(as_dict(item).get("payload")).get("workflow_payload"))
-    return wp or None
+    """The `workflow_payload` dict of an item, if it has one (a non-empty dict)."""
+    # Spelled out rather than as_dict(as_dict(as_dict(...))): every workflow walk calls this
+    # for every item.
+    if not isinstance(item, dict):
+        return None
+    payload = item.get("payload")
+    if not isinstance(payload, dict):
+        return None
+    wp = payload.get("workflow_payload")
+    return wp if isinstance(wp, dict) and wp else None
 
 
 def is_anchor_payload(wp: dict[str, Any] | None) -> bool:

@@ -13,9 +13,7 @@ from pplx_export.render.latex import norm
 from pplx_export.render.sources import sources_json, sources_md
 from pplx_export.render.text import finish, model_links, one_line
 from pplx_export.render.turn import render_turn
-
-# Bump whenever rendered bytes change for the same input: the re-render fingerprint uses it.
-RENDERER_VERSION = "1"
+from pplx_export.renderer_version import RENDERER_VERSION
 
 __all__ = ["RENDERER_VERSION", "render_report", "render_thread"]
 

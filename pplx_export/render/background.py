@@ -27,9 +27,18 @@ from pplx_export.render.text import (
 
 def _roots(ctx: Ctx, run_id: str) -> list[tuple[str, dict[str, Any]]]:
     """(entry uuid, root workflow block) of the schematized background entries whose root
-    workflow has a step for the run (`toolu_X` or `toolu_X:workflow`)."""
+    workflow has a step for the run (`toolu_X` or `toolu_X:workflow`). Memoised per thread:
+    callers must not modify the list."""
     if not run_id:
         return []
+    key = ("roots", run_id)
+    cached: list[tuple[str, dict[str, Any]]] | None = ctx.memo.get(key)
+    if cached is None:
+        cached = ctx.memo[key] = _find_roots(ctx, run_id)
+    return cached
+
+
+def _find_roots(ctx: Ctx, run_id: str) -> list[tuple[str, dict[str, Any]]]:
     ids = {run_id, f"{run_id}:workflow"}
     out: list[tuple[str, dict[str, Any]]] = []
     for entry in dicts(as_dict(ctx.conv.raw_blocks).get("background_entries")):

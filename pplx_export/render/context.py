@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from pplx_export.models import Conversation, SubAgent
 from pplx_export.render.labels import Labels
@@ -20,7 +21,25 @@ class Ctx:
     # not repeated inside the work process.
     answer: str = ""
     locked_reason: str = ""
+    # Lookups in the raw responses that several renderers repeat for one thread (plan goals
+    # by entry uuid, background roots by run id), computed once per render_thread call and
+    # shared by every copy of this context. Pure functions of `conv`.
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def sub_map(self) -> dict[str, SubAgent]:
         return self.conv.sub_agents
+
+    def with_answer(self, answer: str) -> Ctx:
+        # Direct construction: dataclasses.replace costs ten times as much, per nested block.
+        return Ctx(self.labels, self.conv, answer, self.locked_reason, self.memo)
+
+    def with_locked_reason(self, locked_reason: str) -> Ctx:
+        return Ctx(self.labels, self.conv, self.answer, locked_reason, self.memo)
+
+    def with_turn(self, answer: str, locked_reason: str) -> Ctx:
+        return Ctx(self.labels, self.conv, answer, locked_reason, self.memo)
+
+    def content_only(self) -> Ctx:
+        """The same context with every label blank: renders content without decoration."""
+        return Ctx(self.labels.blank, self.conv, self.answer, self.locked_reason, self.memo)

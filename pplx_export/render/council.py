@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from pplx_export.parse.lenient import as_str, dicts, first_str
@@ -35,7 +34,7 @@ def _payload_body(ctx: Ctx, wp: dict[str, Any], answer: str) -> tuple[list[str],
     Rendered from the payload itself rather than the parser's rounds, which keep only the
     last query group before each source list.
     """
-    inner = replace(ctx, answer=answer)
+    inner = ctx.with_answer(answer)
     blocks: list[str] = []
     n_queries = n_sources = 0
     for step in dicts(wp.get("steps")):

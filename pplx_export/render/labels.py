@@ -6,7 +6,8 @@ appendix heading, the three interruption tags) and the earlier tool's wording el
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
+from functools import cached_property
 from types import MappingProxyType
 
 from pplx_export.parse import interruptions
@@ -108,6 +109,12 @@ class Labels:
     sources_title: str
     report_title: str
     artifact_file: str
+
+    @cached_property
+    def blank(self) -> Labels:
+        """This catalog with every label blank (content-only rendering for "already shown?"
+        checks); computed once per catalog, not per check."""
+        return replace(self, **{f.name: "" for f in fields(Labels) if f.name != "lang"})
 
     def par(self, text: str) -> str:
         """` (text)` / `（text）`: the language's parenthesised aside ("" in a blank catalog)."""

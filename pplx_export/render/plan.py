@@ -26,13 +26,31 @@ def _goals(entry: dict[str, Any]) -> list[str]:
 
 
 def plan_goals(ctx: Ctx, uuids: set[str], section: str = "entries") -> list[str]:
-    """Distinct goal descriptions of the entries (of `section`) whose uuid is in `uuids`."""
+    """Distinct goal descriptions of the entries (of `section`) whose uuid is in `uuids`.
+    The result is shared (memoised per thread): callers must not modify it."""
+    key = ("plan_goals", section, frozenset(uuids))
+    cached: list[str] | None = ctx.memo.get(key)
+    if cached is None:
+        cached = ctx.memo[key] = _plan_goals(ctx, uuids, section)
+    return cached
+
+
+def _plan_goals(ctx: Ctx, uuids: set[str], section: str) -> list[str]:
+    if not uuids:
+        return []
+    key = ("plan_entries", section)
+    index: list[tuple[set[str], dict[str, Any]]] | None = ctx.memo.get(key)
+    if index is None:
+        # Both raw responses' entries of the section with their ids, in order, once per thread.
+        index = ctx.memo[key] = [
+            ({as_str(entry.get("uuid")), as_str(entry.get("backend_uuid"))}, entry)
+            for raw in (ctx.conv.raw_plain, ctx.conv.raw_blocks)
+            for entry in dicts(as_dict(raw).get(section))
+        ]
     out: list[str] = []
-    for raw in (ctx.conv.raw_plain, ctx.conv.raw_blocks):
-        for entry in dicts(as_dict(raw).get(section)):
-            ids = {as_str(entry.get("uuid")), as_str(entry.get("backend_uuid"))}
-            if ids & uuids:
-                out += [g for g in _goals(entry) if g not in out]
+    for ids, entry in index:
+        if not ids.isdisjoint(uuids):
+            out += [g for g in _goals(entry) if g not in out]
     return out
 
 

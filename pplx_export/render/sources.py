@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
+from pplx_export.jsontext import dumps_indented
 from pplx_export.models import Citation
 from pplx_export.render.labels import Labels
 from pplx_export.render.text import finish, link
@@ -17,7 +16,7 @@ def sources_json(citations: list[Citation]) -> str:
             for c in citations
         ],
     }
-    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    return dumps_indented(doc, 1) + "\n"
 
 
 def sources_md(labels: Labels, citations: list[Citation]) -> str:

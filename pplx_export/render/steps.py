@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Any
 
 from pplx_export.models import Citation, Step
 from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts, first_str
 from pplx_export.render import items as it
 from pplx_export.render.context import Ctx
-from pplx_export.render.labels import Labels
 from pplx_export.render.text import (
     details,
     fenced,
@@ -195,8 +194,7 @@ _ELEMENTS: dict[str, tuple[str, Any]] = {
 
 def content_only(ctx: Ctx) -> Ctx:
     """The same context with every label blank: renders content without decoration."""
-    blank = {f.name: "" for f in fields(Labels) if f.name != "lang"}
-    return replace(ctx, labels=replace(ctx.labels, **blank))
+    return ctx.content_only()
 
 
 class Shown:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from pplx_export.models import Turn
 from pplx_export.parse.mode_tables import WORKFLOW_MODES
 from pplx_export.render.context import Ctx
@@ -44,7 +42,7 @@ def work_process(ctx: Ctx, turn: Turn) -> str:
 def render_turn(ctx: Ctx, turn: Turn) -> str:
     lb = ctx.labels
     answer = turn_answer(turn)
-    ctx = replace(ctx, answer=answer, locked_reason=turn.metadata.locked_reason)
+    ctx = ctx.with_turn(answer, turn.metadata.locked_reason)
     blocks = [
         turn_heading(ctx, turn, "#"),
         f"## {lb.query}",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts, first_str
@@ -65,7 +64,7 @@ def nested_body(
     shown = Shown(shown_md) if shown_md is not None else None
     bare = content_only(ctx)
     conclusion = conclusion_of(wp)
-    inner = replace(ctx, answer=conclusion)
+    inner = ctx.with_answer(conclusion)
     parts: list[str] = []
     cited: list[str] = []
     urls: set[str] = set()
@@ -109,7 +108,7 @@ def nested(
     """A nested workflow payload as a folded block with its conclusion and citations."""
     lb = ctx.labels
     lr = ctx.locked_reason if locked_reason is None else locked_reason
-    ctx = replace(ctx, locked_reason=lr)
+    ctx = ctx.with_locked_reason(lr)
     parts, conclusion, cited = nested_body(ctx, wp, depth, seen)
     n_steps = len(dicts(wp.get("steps")))
     stat = (

@@ -15,6 +15,7 @@ from typing import Any
 
 from pplx_export.archive.writer import WriteResult, write_thread
 from pplx_export.models import JSON, Conversation
+from pplx_export.renderer_version import RENDERER_VERSION
 
 ParseFn = Callable[..., Conversation]
 RenderFn = Callable[[Conversation, str], dict[str, str]]
@@ -29,14 +30,33 @@ class Engine:
     version: str  # RENDERER_VERSION: part of the --changed-only fingerprint
 
 
-def default_engine() -> Engine:
+def _parse(*args: Any, **kwargs: Any) -> Conversation:
     parse_mod: Any = importlib.import_module("pplx_export.parse")
+    result: Conversation = parse_mod.parse_thread(*args, **kwargs)
+    return result
+
+
+def _render(conv: Conversation, lang: str) -> dict[str, str]:
     render_mod: Any = importlib.import_module("pplx_export.render")
+    result: dict[str, str] = render_mod.render_thread(conv, lang)
+    return result
+
+
+def _render_report(conv: Conversation, body: str, lang: str) -> str:
+    render_mod: Any = importlib.import_module("pplx_export.render")
+    result: str = render_mod.render_report(conv, body, lang)
+    return result
+
+
+def default_engine() -> Engine:
+    """The real parser and renderer, imported on first use: a `--changed-only` run that
+    renders nothing needs only the version, and the renderer takes longer to import than
+    such a run takes."""
     return Engine(
-        parse=parse_mod.parse_thread,
-        render=render_mod.render_thread,
-        render_report=render_mod.render_report,
-        version=str(render_mod.RENDERER_VERSION),
+        parse=_parse,
+        render=_render,
+        render_report=_render_report,
+        version=RENDERER_VERSION,
     )
 
 

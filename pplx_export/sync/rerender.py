@@ -14,6 +14,7 @@ token (archives of the earlier tool) is rewritten once with the token redacted, 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -105,10 +106,16 @@ class RerenderSummary:
         return "re-render: " + ", ".join(parts) + f" in {self.elapsed:.1f}s"
 
 
-def _read(path: Path) -> bytes:
+def _read(path: Path, *, optional: bool = False) -> tuple[bytes, tuple[int, int]]:
+    """The bytes of `path` and the (size, mtime_ns) of what was read (for the fingerprint).
+    A missing file raises FileNotFoundError when `optional`, else ArchiveError."""
     try:
-        return path.read_bytes()
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            return fh.read(), (st.st_size, st.st_mtime_ns)
     except FileNotFoundError as exc:
+        if optional:
+            raise
         raise ArchiveError(f"{path.name} missing") from exc
     except OSError as exc:
         raise ArchiveError(f"{path.name} unreadable: {exc}") from exc
@@ -128,10 +135,17 @@ def rerender_thread(
     lang: str,
     dry_run: bool = False,
     engine: Engine | None = None,
+    recorded: JSON | None = None,
 ) -> ThreadOutcome:
-    """Re-render one thread directory (`rel` to root). Never raises for a bad thread."""
+    """Re-render one thread directory (`rel` to root). Never raises for a bad thread.
+
+    `recorded` is the directory's render_state entry from the last run, if any: its digests
+    spare reading derived files that have not changed since.
+    """
     try:
-        return _rerender_thread(root, rel, lang=lang, dry_run=dry_run, engine=engine)
+        return _rerender_thread(
+            root, rel, lang=lang, dry_run=dry_run, engine=engine, recorded=recorded
+        )
     except (ArchiveError, SchemaError, OSError) as exc:
         return ThreadOutcome(rel, "failed", error=str(exc))
     except Exception as exc:
@@ -142,21 +156,27 @@ def rerender_thread(
 
 
 def _rerender_thread(
-    root: Path, rel: str, *, lang: str, dry_run: bool, engine: Engine | None
+    root: Path,
+    rel: str,
+    *,
+    lang: str,
+    dry_run: bool,
+    engine: Engine | None,
+    recorded: JSON | None = None,
 ) -> ThreadOutcome:
     engine = engine or default_engine()
     directory = root / rel
-    doc = _decode(directory / THREAD_JSON, _read(directory / THREAD_JSON))
+    doc = _decode(directory / THREAD_JSON, _read(directory / THREAD_JSON)[0])
     if not isinstance(doc, dict) or not isinstance(doc.get("web_uuid"), str):
         raise ArchiveError("thread.json has no web_uuid")
-    plain_bytes = _read(directory / RAW_ENTRIES)
+    plain_bytes, plain_stat = _read(directory / RAW_ENTRIES)
     plain = _decode(directory / RAW_ENTRIES, plain_bytes)
     if not isinstance(plain, dict):
         raise ArchiveError(f"{RAW_ENTRIES} is not a JSON object")
-    try:
-        blocks_bytes: bytes | None = (directory / RAW_BLOCKS).read_bytes()
-    except FileNotFoundError:
-        blocks_bytes = None
+    stats = {RAW_ENTRIES: plain_stat}
+    blocks_bytes: bytes | None = None
+    with contextlib.suppress(FileNotFoundError):  # search threads have no blocks file
+        blocks_bytes, stats[RAW_BLOCKS] = _read(directory / RAW_BLOCKS, optional=True)
     blocks = None if blocks_bytes is None else _decode(directory / RAW_BLOCKS, blocks_bytes)
     if blocks_bytes is not None and not isinstance(blocks, dict):
         raise ArchiveError(f"{RAW_BLOCKS} is not a JSON object")
@@ -197,7 +217,11 @@ def _rerender_thread(
         redact=redact,
         log_variants=False,
         dry_run=dry_run,
+        existing_doc=doc,
+        recorded=recorded,
     )
+    # A raw file the writer rewrote (token redaction) has its new stat in result.stats.
+    stats.update(result.stats)
     return ThreadOutcome(
         rel,
         "written" if result.changed else "unchanged",
@@ -207,25 +231,44 @@ def _rerender_thread(
         variant_hits=result.variant_hits,
         fingerprint=None
         if dry_run
-        else fingerprint(directory, engine.version, lang, {**known, **result.digests}),
+        else fingerprint(
+            directory,
+            engine.version,
+            lang,
+            {**known, **result.digests},
+            stats=stats,
+            outputs=result.outputs_stamp,
+        ),
     )
 
 
 def _outcomes(
     root: Path,
-    todo: list[str],
+    todo: list[tuple[str, JSON | None]],
     *,
     lang: str,
     dry_run: bool,
     jobs: int,
     engine: Engine | None,
 ) -> Iterator[ThreadOutcome]:
-    work = partial(rerender_thread, root, lang=lang, dry_run=dry_run, engine=engine)
+    work = partial(_work, root, lang=lang, dry_run=dry_run, engine=engine)
     if jobs <= 1 or len(todo) <= 1:
         yield from map(work, todo)
         return
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         yield from pool.map(work, todo, chunksize=max(1, min(32, len(todo) // (jobs * 4))))
+
+
+def _work(
+    root: Path,
+    item: tuple[str, JSON | None],
+    *,
+    lang: str,
+    dry_run: bool,
+    engine: Engine | None,
+) -> ThreadOutcome:
+    rel, recorded = item
+    return rerender_thread(root, rel, lang=lang, dry_run=dry_run, engine=engine, recorded=recorded)
 
 
 def rerender(
@@ -256,7 +299,7 @@ def rerender(
         state = {k: v for k, v in state.items() if k in present}
     if on_total:
         on_total(len(rels))
-    todo: list[str] = []
+    todo: list[tuple[str, JSON | None]] = []
     dirty = len(state) != before
     prefix = str(root) + os.sep
     for rel in rels:
@@ -266,7 +309,7 @@ def rerender(
             if on_progress:
                 on_progress(o)
             continue
-        todo.append(rel)
+        todo.append((rel, state.get(rel)))
     try:
         for o in _outcomes(root, todo, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine):
             summary.add(o)

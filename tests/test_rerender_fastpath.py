@@ -1,0 +1,106 @@
+"""The full re-render's shortcuts (docs/archive-writer.md, Performance) never hide a change.
+
+Derived files are recognised as unchanged from the render_state stamp (sha256 of the new
+bytes + on-disk size and mtime) without being read; these tests edit, delete and add files
+behind its back and check that a plain full re-render still restores every byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from archive_fakes import snapshot
+
+from pplx_export.archive.render_state import STATE_NAME
+from pplx_export.sync.rerender import rerender
+
+FIXTURES = Path(__file__).parent / "fixtures" / "archive"
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Path:
+    root = tmp_path / "archive"
+    shutil.copytree(FIXTURES, root)
+    first = rerender(root)
+    assert first.failed == 0
+    return root
+
+
+def _a_thread(root: Path) -> Path:
+    return next(d for d in sorted(root.glob("tomas/computer/*")) if (d / "turns").is_dir())
+
+
+def test_state_records_an_outputs_stamp(archive: Path) -> None:
+    threads = json.loads((archive / STATE_NAME).read_text())["threads"]
+    assert threads and all(len(entry.get("outputs", "")) == 64 for entry in threads.values())
+
+
+def test_second_full_run_writes_nothing_and_keeps_mtimes(archive: Path) -> None:
+    before = snapshot(archive)
+    s = rerender(archive)
+    assert (s.written, s.files_written, s.unchanged) == (0, 0, s.total)
+    assert snapshot(archive) == before
+
+
+def test_same_size_edit_of_a_derived_file_is_restored(archive: Path) -> None:
+    d = _a_thread(archive)
+    path = d / "conversation.md"
+    good = path.read_bytes()
+    path.write_bytes(good[:-2] + b"X\n")  # same size, new mtime
+    s = rerender(archive)
+    assert s.files_written == 1
+    assert path.read_bytes() == good
+
+
+def test_deleted_turn_file_is_recreated_and_extra_one_removed(archive: Path) -> None:
+    d = _a_thread(archive)
+    turn = d / "turns" / "turn_0001.md"
+    good = turn.read_bytes()
+    turn.unlink()
+    (d / "turns" / "turn_0099.md").write_text("stale\n")
+    s = rerender(archive)
+    assert (s.files_written, s.files_removed) == (1, 1)
+    assert turn.read_bytes() == good
+    assert not (d / "turns" / "turn_0099.md").exists()
+
+
+def test_hand_edit_of_thread_json_is_seen(archive: Path) -> None:
+    d = _a_thread(archive)
+    path = d / "thread.json"
+    doc = json.loads(path.read_text())
+    doc["title"] = "edited by hand"
+    doc["my_note"] = "kept"
+    path.write_text(json.dumps(doc, ensure_ascii=False, indent=1))
+    rerender(archive)
+    after = json.loads(path.read_text())
+    assert after["my_note"] == "kept"  # unknown keys survive
+    assert after["title"] != "edited by hand"  # derived keys come from the raw files
+
+
+def test_stale_stamp_falls_back_to_comparing_bytes(archive: Path) -> None:
+    # A copied archive (new mtimes everywhere) matches no stamp; nothing may be rewritten.
+    copy = archive.parent / "copy"
+    shutil.copytree(archive, copy, copy_function=shutil.copy)  # mtimes not preserved
+    s = rerender(copy)
+    assert (s.written, s.files_written) == (0, 0)
+    for d in copy.glob("*/*/*"):
+        os.utime(d / "sources.md", ns=(1, 1))  # same bytes, other mtime
+    assert rerender(copy).files_written == 0
+
+
+def test_changed_only_noop_does_not_import_the_renderer(archive: Path) -> None:
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from pplx_export.sync.rerender import rerender\n"
+        f"s = rerender(Path({str(archive)!r}), changed_only=True)\n"
+        "assert s.skipped == s.total > 0, s\n"
+        "assert 'pplx_export.render' not in sys.modules\n"
+    )
+    repo = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=repo)
