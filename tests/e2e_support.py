@@ -84,11 +84,11 @@ class E2E:
     def argv(self, *args: str) -> list[str]:
         return [sys.executable, "-c", CLI, *args, *self.common()]
 
-    def popen(self, *args: str) -> subprocess.Popen[bytes]:
+    def popen(self, *args: str, stderr: int = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             self.argv(*args),
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=stderr,
             cwd=REPO,
             env={**os.environ, "PYTHONPATH": str(REPO)},
         )

@@ -117,6 +117,40 @@ def test_sigkill_at_random_moments_then_rerun_leaves_a_complete_clean_archive(
         assert emu.stats()["by_thread"] == {}
 
 
+def test_ctrl_c_exits_130_and_a_rerun_completes(tmp_path: Path) -> None:
+    rng = random.Random(SEED + 1)
+    with run_emulator(FIXTURES, page_size=2, faults="latency=5ms") as emu:
+        env = E2E(emu, tmp_path)
+        env.write_files(DEFAULT_EMAIL)
+        window = _calibrate(env)
+        uuids = sorted(fixture_threads())
+        codes = []
+        for run in range(6):
+            if run:
+                emu.mutate(touch=rng.choice(uuids))
+            emu.reset_stats()
+            proc = env.popen("sync", stderr=subprocess.PIPE)
+            _wait_first_request(env, proc, time.monotonic() + 30)
+            time.sleep(rng.uniform(0, window))
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+            codes.append(proc.returncode)
+            if proc.returncode == 130:
+                assert b"interrupted" in err
+            else:
+                assert proc.returncode == 0, err.decode()[-2000:]
+            # Interrupted or not, what is on disk agrees with the state.
+            if env.out.exists() and (env.out / "index" / "batch_state.json").exists():
+                check = check_state_vs_dirs(env.out, env.state())
+                assert not (check.ok_without_dir or check.unreadable), check.to_json()
+        assert 130 in codes, codes
+        final = subprocess.run(env.argv("sync"), capture_output=True, timeout=60, check=False)
+        assert final.returncode == 0, final.stderr.decode()[-3000:]
+        assert sorted(thread_uuid(d) for d in thread_dirs(env.out)) == uuids
+        assert leftover_temp_files(env.out) == []
+        assert check_state_vs_dirs(env.out, env.state()).ok
+
+
 # ------------------------------------------------------------------ the repairs, one by one
 
 WEB = "24a76805-90eb-5b12-a5e0-d0288d7ceae3"
