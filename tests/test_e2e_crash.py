@@ -179,8 +179,10 @@ def test_sweep_unfinished_dirs_removes_only_this_threads_unfinished_exports(
     finished = mode / "2031-05-07_How-do-Rust-lifetimes-work_24a76805"
     _raw(finished, WEB)
     (finished / "thread.json").write_text(json.dumps({"web_uuid": WEB}), "utf-8")
+    trash = mode / ".pplx-trash-2031-05-01_How-do-Rust-lifetimes-work_24a76805"
+    _raw(trash, WEB)
 
-    assert sweep_unfinished_dirs(tmp_path, WEB, keep) == 2
+    assert sweep_unfinished_dirs(tmp_path, WEB, keep) == 3
     assert not torn.exists() and not unfinished.exists()
     assert twin.is_dir() and finished.is_dir() and keep.is_dir()  # never another's, nor done
     assert not list(mode.glob(".pplx-trash-*"))

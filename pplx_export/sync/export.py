@@ -98,11 +98,20 @@ def sweep_unfinished_dirs(root: Path, web_uuid: str, keep: Path) -> int:
     rerun writes a new directory and `find_thread_dirs` (which trusts thread.json only)
     never sees the old one again. Only directories that hold nothing but temp files, or raw
     files of this very thread, are removed: the fresh export in `keep` supersedes them.
+    Trash directories of a merge killed mid-delete (`.pplx-trash-*_<uuid8>`) go too.
     """
     removed = 0
     for d in sorted(Path(root).glob(f"*/*/*_{uuid8(web_uuid)}")):
         rel = d.relative_to(root).parts
-        if rel[0] in RESERVED_TOP or any(p.startswith(".") for p in rel) or not d.is_dir():
+        if rel[0] in RESERVED_TOP or not d.is_dir():
+            continue
+        if d.name.startswith(TRASH_PREFIX) and not any(p.startswith(".") for p in rel[:-1]):
+            # A merged directory renamed away and killed mid-rmtree (archive/migrate.py):
+            # garbage whoever owned it. The same glob finds it, so no extra scan.
+            shutil.rmtree(d)
+            removed += 1
+            continue
+        if any(p.startswith(".") for p in rel):
             continue
         if d.resolve() == keep.resolve() or (d / "thread.json").exists():
             continue
