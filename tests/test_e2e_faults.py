@@ -222,3 +222,44 @@ def test_three_auth_errors_in_a_row_stop_the_batch_with_exit_3_and_state_saved(
     assert len(thread_dirs(indexed.out)) == 2
     assert check_state_vs_dirs(indexed.out, state).ok
     assert leftover_temp_files(indexed.out) == []
+
+
+@pytest.mark.parametrize("flavor", ["plain", "schematized"])
+def test_a_thread_answer_without_entries_fails_and_keeps_the_earlier_export(
+    indexed: E2E, monkeypatch: pytest.MonkeyPatch, flavor: str
+) -> None:
+    target = "cb11e506-373b-5e2d-9156-c7629f699010"  # computer: plain + schematized
+    assert indexed.cli("batch").exit_code == 0
+    old_dir = indexed.out / indexed.state()[target]["dir"]
+    before = {p.name: p.read_bytes() for p in old_dir.glob("raw_*.json")}
+    indexed.emu.mutate(touch=target)
+    original: Route = routes.thread_detail
+
+    def detail(req: routes.Request) -> None:
+        schematized = req.arg("with_schematized_response") == "true"
+        if routes.thread_id_of(req.method, req.path) == target and schematized == (
+            flavor == "schematized"
+        ):
+            # A glitch: a well-formed answer that holds no turn at all.
+            empty = {"entries": [], "background_entries": [], "has_next_page": False}
+            req.handler.send_json(200, {**empty, "next_cursor": ""})
+            return
+        original(req)
+
+    monkeypatch.setattr(routes, "thread_detail", detail)
+    result = indexed.cli("sync")
+    assert result.exit_code == 4, result.output
+    record = indexed.state()[target]
+    assert record["status"] == "error"
+    assert "no entries" in record["error"]
+    # The earlier export is untouched and still the only directory of the thread.
+    assert {p.name: p.read_bytes() for p in old_dir.glob("raw_*.json")} == before
+    assert [thread_uuid(d) for d in thread_dirs(indexed.out)].count(target) == 1
+
+    monkeypatch.setattr(routes, "thread_detail", original)
+    result = indexed.cli("sync")
+    assert result.exit_code == 0, result.output
+    assert indexed.state()[target]["status"] == "ok"
+    new_dir = indexed.out / indexed.state()[target]["dir"]
+    assert len(list((new_dir / "turns").glob("turn_*.md"))) == 4  # 3 turns + the touch
+    assert [thread_uuid(d) for d in thread_dirs(indexed.out)].count(target) == 1

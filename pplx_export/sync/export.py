@@ -23,7 +23,7 @@ from pplx_export.archive.atomic import TEMP_PREFIX
 from pplx_export.archive.paths import RESERVED_TOP, TRASH_PREFIX, safe_folder, uuid8
 from pplx_export.archive.state import BatchState
 from pplx_export.archive.writer import prepare_thread_dir
-from pplx_export.errors import UsageError
+from pplx_export.errors import SchemaError, UsageError
 from pplx_export.models import Account
 from pplx_export.parse import needs_blocks
 from pplx_export.parse.last_updated import same_last_updated
@@ -154,8 +154,12 @@ class Exporter:
         """Fetch, parse, download and write one thread, then mark it ok. Returns its dir."""
         now = datetime.now(UTC)
         row = dict(row) if row else None
-        plain = self.api.thread(web_uuid)
-        blocks = self.api.thread_schematized(web_uuid) if needs_blocks(plain, row, url) else None
+        plain = _require_entries(self.api.thread(web_uuid), web_uuid, "plain")
+        blocks = (
+            _require_entries(self.api.thread_schematized(web_uuid), web_uuid, "schematized")
+            if needs_blocks(plain, row, url)
+            else None
+        )
         conv = self.engine.parse(
             plain,
             blocks,
@@ -191,6 +195,21 @@ class Exporter:
             now=now,
         )
         return directory
+
+
+def _require_entries(doc: dict[str, Any], web_uuid: str, flavor: str) -> dict[str, Any]:
+    """Refuse a thread answer without a single entry.
+
+    A listed thread always has a turn, so such an answer is a glitch; writing it would
+    replace the raw files of an earlier export with nothing and mark the thread done. The
+    thread fails instead (state `error`, the earlier export untouched) and is retried.
+    """
+    entries = doc.get("entries")
+    if not isinstance(entries, list) or not any(isinstance(e, dict) for e in entries):
+        raise SchemaError(
+            f"{flavor} thread answer has no entries", thread=web_uuid, path="$.entries"
+        )
+    return doc
 
 
 def unchanged_since_export(state: BatchState, web_uuid: str, row: dict[str, Any] | None) -> bool:
