@@ -13,9 +13,11 @@ import json
 import random
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
+import pytest
 from e2e_support import (
     E2E,
     FIXTURES,
@@ -31,6 +33,8 @@ from e2e_support import (
 from pplx_export.archive.state import check_state_vs_dirs
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 from pplx_export.sync.export import sweep_temp_files, sweep_unfinished_dirs
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 SEED = 6
 MIN_KILLS = 20
