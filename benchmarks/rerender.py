@@ -36,12 +36,19 @@ REPO = HERE.parent
 FIXTURES = REPO / "tests" / "fixtures" / "archive"
 
 
-def generate(root: Path, n: int) -> None:
-    """N thread directories cloned round-robin from the fixtures, each with a fresh UUID."""
+def generate(root: Path, n: int, *, fresh_titles: bool = False) -> list[Path]:
+    """N thread directories cloned round-robin from the fixtures, each with a fresh UUID.
+
+    With `fresh_titles` each clone's thread.json title gets a ` (copy N)` suffix, so a
+    library served from the clones (benchmarks/sync.py) lists distinct titles. Returns the
+    fixture directory each clone was made from, in clone order.
+    """
     sources = sorted(p for p in FIXTURES.glob("*/*/*") if p.is_dir())
+    made: list[Path] = []
     for i in range(n):
         src = sources[i % len(sources)]
-        old = json.loads((src / "thread.json").read_text(encoding="utf-8"))["web_uuid"]
+        meta = json.loads((src / "thread.json").read_text(encoding="utf-8"))
+        old = meta["web_uuid"]
         new = str(uuid.UUID(bytes=hashlib.sha256(b"%d" % i).digest()[:16], version=4))
         account, mode = src.parent.parent.name, src.parent.name
         dest = root / account / mode / f"{src.name.rsplit('_', 1)[0]}_{new[:8]}"
@@ -49,6 +56,12 @@ def generate(root: Path, n: int) -> None:
         for f in src.iterdir():
             if f.is_file():
                 (dest / f.name).write_bytes(f.read_bytes().replace(old.encode(), new.encode()))
+        if fresh_titles:
+            meta = json.loads((dest / "thread.json").read_text(encoding="utf-8"))
+            meta["title"] = f"{meta.get('title') or 'Untitled'} (copy {i})"
+            (dest / "thread.json").write_text(json.dumps(meta, ensure_ascii=False), "utf-8")
+        made.append(src)
+    return made
 
 
 def child(kind: str, root: Path, jobs: int) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pplx_export.archive.library_index import load_index
+from pplx_export.archive.library_index import INDEX_DIR, load_index
 from pplx_export.archive.state import BatchState
 from pplx_export.errors import (
     ApiError,
@@ -32,7 +32,12 @@ from pplx_export.errors import (
 from pplx_export.models import JSON
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.session import open_session
-from pplx_export.sync.export import Exporter, parse_thread_ref, unchanged_since_export
+from pplx_export.sync.export import (
+    Exporter,
+    parse_thread_ref,
+    sweep_temp_files,
+    unchanged_since_export,
+)
 from pplx_export.sync.index import IndexResult, update_library_index
 from pplx_export.sync.plan import Plan, PlanItem, make_plan, parse_since, plan_to_json
 from pplx_export.sync.progress import progress_reporter
@@ -84,7 +89,13 @@ class BatchSummary:
         )
 
 
+def _sweep_index(opts: RunOptions) -> None:
+    # A run killed while saving the state or the index leaves its temp file in index/.
+    sweep_temp_files(opts.out / INDEX_DIR, recursive=False)
+
+
 def _exporter(opts: RunOptions, api: PerplexityAPI, state: BatchState) -> Exporter:
+    _sweep_index(opts)
     return Exporter(
         api=api,
         root=opts.out,
@@ -103,6 +114,7 @@ def run_index(opts: RunOptions, *, full: bool, api: PerplexityAPI | None = None)
     """Refresh `index/library_<account>.json` from the library listing."""
     own = api is None
     api = api or open_session(opts)
+    _sweep_index(opts)
     try:
         result = update_library_index(
             opts.out,

@@ -1,0 +1,207 @@
+"""End to end: the real CLI exports the fixture archive served by the emulator (issue 6).
+
+Full export fidelity (layout, raw files, fidelity.py), `export` by URL and by upper-case
+UUID, `batch --dry-run` / `--json` / `--mode`, and the demo command.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from e2e_support import (
+    E2E,
+    FIDELITY,
+    FIXTURES,
+    THREAD_ENDPOINT,
+    by_endpoint,
+    fixture_threads,
+    leftover_temp_files,
+    redacted,
+    run_fidelity,
+    served_raw,
+    thread_dirs,
+    thread_uuid,
+    unparseable_json,
+)
+
+from pplx_export.archive.state import check_state_vs_dirs
+from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
+from pplx_export.models import MODES
+from pplx_export.sync.demo import run_demo
+
+COMPUTER_UUID = "cb11e506-373b-5e2d-9156-c7629f699010"  # Audit the nginx config (computer)
+SEARCH_UUID = "24a76805-90eb-5b12-a5e0-d0288d7ceae3"  # How do Rust lifetimes work (search)
+
+
+PAGE_SIZE = 2
+
+
+def _plain_pages(uuid: str) -> int:
+    src = fixture_threads()[uuid] / "raw_entries.json"
+    entries = json.loads(src.read_text("utf-8"))["entries"]
+    return max(1, -(-len(entries) // PAGE_SIZE))
+
+
+@pytest.fixture
+def e2e(tmp_path: Path) -> Iterator[E2E]:
+    with run_emulator(FIXTURES, page_size=PAGE_SIZE) as emu:
+        env = E2E(emu, tmp_path)
+        env.write_files(DEFAULT_EMAIL)
+        yield env
+
+
+def _full_export(env: E2E) -> None:
+    result = env.cli("sync")
+    assert result.exit_code == 0, result.output
+
+
+def test_full_export_lands_every_thread_in_its_folder_with_the_served_raw_files(e2e: E2E) -> None:
+    _full_export(e2e)
+    fixtures = fixture_threads()
+    exported = {thread_uuid(d): d for d in thread_dirs(e2e.out)}
+    assert set(exported) == set(fixtures)
+    for uuid, src in fixtures.items():
+        dest = exported[uuid]
+        # Same <account folder>/<mode>/<dir name>: authors are folders, modes are folders.
+        assert dest.relative_to(e2e.out) == src.relative_to(FIXTURES), uuid
+        plain = json.loads((dest / "raw_entries.json").read_text("utf-8"))
+        assert redacted(plain) == redacted(served_raw(e2e.emu, uuid, schematized=False)), uuid
+        # The fixture's own file is what the emulator serves (plain pages are not rewritten).
+        fixture_plain = json.loads((src / "raw_entries.json").read_text("utf-8"))
+        assert redacted(plain)["entries"] == redacted(fixture_plain)["entries"], uuid
+        has_blocks = (src / "raw_blocks.json").exists()
+        assert (dest / "raw_blocks.json").exists() == has_blocks, uuid
+        if has_blocks:
+            blocks = json.loads((dest / "raw_blocks.json").read_text("utf-8"))
+            served = served_raw(e2e.emu, uuid, schematized=True)
+            assert redacted(blocks) == redacted(served), uuid
+        for name in ("conversation.md", "thread.json", "sources.json", "turns/turn_0001.md"):
+            assert (dest / name).is_file(), (uuid, name)
+    # No write token survives in any stored file.
+    for path in e2e.out.rglob("raw_*.json"):
+        assert redacted(json.loads(path.read_text("utf-8"))) == json.loads(
+            path.read_text("utf-8")
+        ), path
+    assert leftover_temp_files(e2e.out) == []
+    assert unparseable_json(e2e.out) == []
+    assert check_state_vs_dirs(e2e.out, e2e.state()).ok
+    assert {r["status"] for r in e2e.state().values()} == {"ok"}
+
+
+@pytest.mark.skipif(not FIDELITY.is_file(), reason="../shared/tools/fidelity.py is absent")
+def test_full_export_has_full_fidelity(e2e: E2E) -> None:
+    _full_export(e2e)
+    done = run_fidelity(e2e.out)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "overall recall 1.0000" in done.stdout
+    assert f"{len(fixture_threads())} threads, 0 below" in done.stdout
+
+
+def test_export_by_computer_url_and_by_upper_case_uuid(e2e: E2E) -> None:
+    assert e2e.cli("index").exit_code == 0
+    e2e.emu.reset_stats()
+    url = f"https://www.perplexity.ai/computer/tasks/{COMPUTER_UUID}"
+    result = e2e.cli("export", url, SEARCH_UUID.upper())
+    assert result.exit_code == 0, result.output
+    stats = e2e.stats()
+    assert set(stats["by_thread"]) == {COMPUTER_UUID, SEARCH_UUID}
+    # Plain pages only for a search thread (no blocks needed).
+    assert stats["by_thread"][SEARCH_UUID] == _plain_pages(SEARCH_UUID)
+    state = e2e.state()
+    assert set(state) == {COMPUTER_UUID, SEARCH_UUID}  # stored lower-case
+    computer = e2e.out / state[COMPUTER_UUID]["dir"]
+    assert computer.parent.name == "computer"
+    doc = json.loads((computer / "thread.json").read_text("utf-8"))
+    assert doc["web_uuid"] == COMPUTER_UUID
+    assert (computer / "raw_blocks.json").is_file()
+    search = e2e.out / state[SEARCH_UUID]["dir"]
+    assert search.parent.name == "search"
+    assert not (search / "raw_blocks.json").exists()
+
+    # Unchanged since the export: skipped without a request; --force fetches again.
+    e2e.emu.reset_stats()
+    result = e2e.cli("export", SEARCH_UUID)
+    assert result.exit_code == 0
+    assert e2e.stats()["by_thread"] == {}
+    result = e2e.cli("export", "--force", SEARCH_UUID.upper())
+    assert result.exit_code == 0
+    assert e2e.stats()["by_thread"] == {SEARCH_UUID: _plain_pages(SEARCH_UUID)}
+
+
+def test_export_rejects_something_that_is_no_thread(e2e: E2E) -> None:
+    result = e2e.cli("export", "not-a-thread")
+    assert result.exit_code == 2
+    assert not (e2e.out / "index" / "batch_state.json").exists()
+
+
+def test_batch_dry_run_prints_the_plan_and_fetches_no_thread(e2e: E2E) -> None:
+    assert e2e.cli("index").exit_code == 0
+    e2e.emu.reset_stats()
+    result = e2e.cli("batch", "--dry-run")
+    assert result.exit_code == 0, result.output
+    stats = e2e.stats()
+    assert by_endpoint(stats, THREAD_ENDPOINT) == 0
+    assert stats["total"] == 0  # the plan needs no session either
+    assert "plan: new 10" in result.stdout
+    for uuid in fixture_threads():
+        assert uuid in result.stdout
+    assert not (e2e.out / "index" / "batch_state.json").exists()
+    assert thread_dirs(e2e.out) == []
+
+    result = e2e.cli("batch", "--dry-run", "--json")
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert doc["counts"]["new"] == 10
+
+
+def test_batch_json_prints_one_json_document(e2e: E2E) -> None:
+    assert e2e.cli("index").exit_code == 0
+    result = e2e.cli("batch", "--json", "-q")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)  # exactly one document: json.loads rejects trailing data
+    assert doc["ok"] == 10
+    assert doc["failed"] == 0
+    assert doc["requests"] > 0
+    # Nothing to do: still one document.
+    result = e2e.cli("batch", "--json", "-q")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["ok"] == 0
+
+
+def test_batch_mode_filter_exports_only_that_mode(e2e: E2E) -> None:
+    assert e2e.cli("index").exit_code == 0
+    e2e.emu.reset_stats()
+    result = e2e.cli("batch", "--mode", "computer")
+    assert result.exit_code == 0, result.output
+    modes = {d.parent.name for d in thread_dirs(e2e.out)}
+    assert modes == {"computer"}
+    assert len(thread_dirs(e2e.out)) == 5
+    computer = {u for u, d in fixture_threads().items() if d.parent.name == "computer"}
+    assert set(e2e.stats()["by_thread"]) == computer
+    # The rest is still to do.
+    result = e2e.cli("batch", "--dry-run", "--json")
+    assert json.loads(result.stdout)["counts"]["new"] == 5
+
+
+def test_demo_writes_all_five_modes_with_their_files(tmp_path: Path) -> None:
+    summary = run_demo(tmp_path / "demo", quiet=True)
+    root = tmp_path / "demo"
+    account = root / "Alice Example"
+    assert sorted(p.name for p in account.iterdir()) == sorted(MODES)
+    assert sum(summary.by_mode.values()) == 9  # 11 sample threads, 1 deleted, 1 expired
+    assert summary.batch is not None and summary.batch.failed == 0
+    for directory in thread_dirs(root):
+        mode = directory.parent.name
+        for name in ("conversation.md", "turns/turn_0001.md", "thread.json", "raw_entries.json"):
+            assert (directory / name).is_file(), (directory, name)
+        assert (directory / "sources.json").is_file(), directory
+        if mode != "search":
+            assert (directory / "raw_blocks.json").is_file(), directory
+        if mode == "deep-research":
+            assert (directory / "report.md").is_file(), directory
+            assert (directory / "report.md").read_text("utf-8").strip()
+    assert leftover_temp_files(root) == []
+    assert unparseable_json(root) == []
