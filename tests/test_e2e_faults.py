@@ -263,3 +263,27 @@ def test_a_thread_answer_without_entries_fails_and_keeps_the_earlier_export(
     new_dir = indexed.out / indexed.state()[target]["dir"]
     assert len(list((new_dir / "turns").glob("turn_*.md"))) == 4  # 3 turns + the touch
     assert [thread_uuid(d) for d in thread_dirs(indexed.out)].count(target) == 1
+
+
+def test_an_unexpected_error_in_one_thread_is_recorded_and_the_batch_goes_on(
+    indexed: E2E, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A parser bug on one odd payload must cost that thread only, not the whole run.
+    from pplx_export.sync import export as export_mod
+
+    victim = "1a8f1da8-8aa6-52aa-8eeb-ae2a4072541d"
+    original = export_mod.needs_blocks
+
+    def exploding(plain: dict[str, Any], *args: Any, **kwargs: Any) -> bool:
+        entries = plain.get("entries") or []
+        if any(e.get("thread_url_slug") == victim for e in entries if isinstance(e, dict)):
+            raise RuntimeError("boom")
+        return original(plain, *args, **kwargs)
+
+    monkeypatch.setattr(export_mod, "needs_blocks", exploding)
+    result = indexed.cli("batch")
+    assert result.exit_code == 4, result.output
+    state = indexed.state()
+    assert state[victim]["status"] == "error"
+    assert "RuntimeError: boom" in state[victim]["error"]
+    assert {state[u]["status"] for u in set(fixture_threads()) - {victim}} == {"ok"}

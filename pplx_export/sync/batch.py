@@ -8,15 +8,17 @@ thread anyway) with exit 3; Ctrl-C stops with exit 130; a run that lost threads 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pplx_export.archive.library_index import INDEX_DIR, load_index
+from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.state import BatchState
 from pplx_export.errors import (
     ApiError,
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 AUTH_FAIL_FAST = 3
+LOCKS_KEY = "archive.locks"
 ERROR_MAX = 300
 
 OpenSession = Callable[["RunOptions"], PerplexityAPI]
@@ -114,16 +117,17 @@ def run_index(opts: RunOptions, *, full: bool, api: PerplexityAPI | None = None)
     """Refresh `index/library_<account>.json` from the library listing."""
     own = api is None
     api = api or open_session(opts)
-    _sweep_index(opts)
     try:
-        result = update_library_index(
-            opts.out,
-            opts.account.name,
-            api.iter_library(),
-            full=full,
-            now=_now(),
-            config=opts.config if opts.config.exists else None,
-        )
+        with _locked(opts):
+            _sweep_index(opts)
+            result = update_library_index(
+                opts.out,
+                opts.account.name,
+                api.iter_library(),
+                full=full,
+                now=_now(),
+                config=opts.config if opts.config.exists else None,
+            )
     finally:
         if own:
             api.close()
@@ -160,6 +164,11 @@ def _export_item(
             ) from exc
         return
     except (ApiError, SchemaError, ArchiveError, OSError) as exc:
+        _record_failure(exporter, item, summary, exc)
+    except Exception as exc:
+        # A bug in parse/render on one odd payload must not cost the user the rest of the
+        # batch: record it on the thread (with the traceback in the debug log) and go on.
+        log.debug("thread %s: unexpected error", uuid, exc_info=True)
         _record_failure(exporter, item, summary, exc)
     else:
         summary.ok += 1
@@ -221,16 +230,30 @@ def run_batch(
     api: PerplexityAPI | None = None,
 ) -> BatchSummary | Plan:
     """Export what the plan says; see the module doc for the failure policy."""
-    plan, state = plan_batch(opts, full=full, force=force, limit=limit, mode=mode, since=since)
     if dry_run:
+        plan, _state = plan_batch(opts, full=full, force=force, limit=limit, mode=mode, since=since)
         _print_plan(plan, as_json)
         return plan
-    summary = BatchSummary(early_stopped=len(plan.early_stopped))
-    summary.skipped = sum(1 for item in plan.items if item.kind not in ("new", "updated"))
-    if not plan.todo:
-        log.info("batch: nothing to do (%s)", _counts_text(plan))
-        _finish(summary, as_json, opts.quiet)
-        return summary
+    with _locked(opts):
+        plan, state = plan_batch(opts, full=full, force=force, limit=limit, mode=mode, since=since)
+        summary = BatchSummary(early_stopped=len(plan.early_stopped))
+        summary.skipped = sum(1 for item in plan.items if item.kind not in ("new", "updated"))
+        if plan.todo:
+            _run_items(opts, api, state, [(item, "") for item in plan.todo], summary)
+        else:
+            log.info("batch: nothing to do (%s)", _counts_text(plan))
+    _finish(summary, as_json, opts.quiet)
+    return summary
+
+
+def _run_items(
+    opts: RunOptions,
+    api: PerplexityAPI | None,
+    state: BatchState,
+    work: list[tuple[PlanItem, str]],
+    summary: BatchSummary,
+) -> None:
+    """Export `work` ((item, url) pairs) with one session; fill `summary`."""
     own = api is None
     started = time.monotonic()
     api = api or open_session(opts)
@@ -239,9 +262,9 @@ def run_batch(
     auth_streak = [0]
     try:
         with progress_reporter("batch", quiet=opts.quiet) as bar:
-            bar.set_total(len(plan.todo))
-            for item in plan.todo:
-                _export_item(exporter, item, summary, auth_streak)
+            bar.set_total(len(work))
+            for item, url in work:
+                _export_item(exporter, item, summary, auth_streak, url)
                 bar.advance(item.title)
     except KeyboardInterrupt:
         state.save()
@@ -249,11 +272,17 @@ def run_batch(
     finally:
         summary.requests = api.requests_made - before
         summary.elapsed = time.monotonic() - started
+        summary.variant_hits = exporter.variant_hits
         if own:
             api.close()
-    summary.variant_hits = exporter.variant_hits
-    _finish(summary, as_json, opts.quiet)
-    return summary
+
+
+@contextlib.contextmanager
+def _locked(opts: RunOptions) -> Iterator[None]:
+    """The archive lock, re-entrant across the calls of one command (sync = index + batch)."""
+    held = opts.extra.setdefault(LOCKS_KEY, set())
+    with archive_lock(opts.out, held):
+        yield
 
 
 def _finish(summary: BatchSummary, as_json: bool, quiet: bool) -> None:
@@ -293,15 +322,10 @@ def run_export(
     rows: dict[str, Any] = {
         str(r.get("entryUUID")): r for r in load_index(opts.out, opts.account.name).threads
     }
-    state = BatchState.load(opts.out)
     summary = BatchSummary()
-    started = time.monotonic()
-    own = api is None
-    api = api or open_session(opts)
-    before = api.requests_made
-    exporter = _exporter(opts, api, state)
-    auth_streak = [0]
-    try:
+    with _locked(opts):
+        state = BatchState.load(opts.out)
+        work: list[tuple[PlanItem, str]] = []
         for uuid, url in targets:
             row = rows.get(uuid)
             if not force and unchanged_since_export(state, uuid, row):
@@ -309,18 +333,10 @@ def run_export(
                 log.info("thread %s unchanged since its export (use --force)", uuid)
                 continue
             title = str((row or {}).get("title") or "")
-            lu = str((row or {}).get("lastUpdated") or "")
-            item = PlanItem(uuid, title, lu, "new", "", row or {})
-            _export_item(exporter, item, summary, auth_streak, url)
-    except KeyboardInterrupt:
-        state.save()
-        raise Interrupted("interrupted; state saved") from None
-    finally:
-        summary.requests = api.requests_made - before
-        summary.elapsed = time.monotonic() - started
-        if own:
-            api.close()
-    summary.variant_hits = exporter.variant_hits
+            last_updated = str((row or {}).get("lastUpdated") or "")
+            work.append((PlanItem(uuid, title, last_updated, "new", "", row or {}), url))
+        if work:
+            _run_items(opts, api, state, work, summary)
     _finish(summary, False, opts.quiet)
     return summary
 
@@ -333,12 +349,14 @@ def run_sync(
     refresh_spaces: bool = False,
 ) -> BatchSummary | Plan:
     """`index` then `batch` over one session (one pacer, one sign-in)."""
-    for flag, command in ((check_deleted, "sync-deleted"), (refresh_spaces, "spaces")):
+    for flag, option, command in (
+        (check_deleted, "--check-deleted", "sync-deleted"),
+        (refresh_spaces, "--refresh-spaces", "spaces"),
+    ):
         if flag:
             raise UsageError(
-                f"--{'check-deleted' if command == 'sync-deleted' else 'refresh-spaces'} needs "
-                f"the `{command}` command, which this version does not have yet"
+                f"{option} needs the `{command}` command, which this version does not have yet"
             )
-    with open_session(opts) as api:
+    with open_session(opts) as api, _locked(opts):
         run_index(opts, full=full, api=api)
         return run_batch(opts, full=full, api=api)

@@ -28,6 +28,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.paths import iter_thread_rels
 from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES, has_live_token
 from pplx_export.archive.render_state import fingerprint, is_fresh, load_state, save_state
@@ -340,7 +341,8 @@ def run_rerender_command(
     """The CLI's one call: progress, run, summary on stderr, ThreadsFailed (exit 4)."""
     if not opts.out.is_dir():
         raise UsageError(f"archive root not found: {opts.out}")
-    with progress_reporter("re-render", quiet=opts.quiet) as bar:
+    lock = contextlib.nullcontext() if dry_run else archive_lock(opts.out)
+    with lock, progress_reporter("re-render", quiet=opts.quiet) as bar:
         summary = rerender(
             opts.out,
             lang=opts.lang,

@@ -1,0 +1,68 @@
+"""One writer per archive: an advisory lock on `index/.lock`.
+
+cron's `sync` and a hand-started `batch` or `re-render` on the same archive would otherwise
+interleave state saves (the last writer wins, records are lost) and the crash sweeps of one
+run could remove the other's temp files mid-write. The lock is `flock` on POSIX, released by
+the kernel when the process dies, so a killed run never leaves a stale lock behind. Where
+`fcntl` does not exist (Windows) the run goes on unlocked, with a debug line.
+
+An archive root that does not exist yet is not created here (a run that fails to sign in
+must not leave an archive behind); the first run of a new archive is simply unlocked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from pplx_export.errors import ArchiveError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+LOCK_NAME = ".lock"
+
+
+@contextlib.contextmanager
+def archive_lock(root: Path, held: set[str] | None = None) -> Iterator[None]:
+    """Hold the archive's lock for the block; ArchiveError when another run holds it.
+
+    `held` makes the lock re-entrant within one command (e.g. `sync` = index + batch): the
+    caller passes the same set to nested calls and only the outermost one locks.
+    """
+    key = str(Path(root).resolve())
+    if held is not None and key in held:
+        yield
+        return
+    if fcntl is None or not Path(root).is_dir():
+        if fcntl is None:
+            log.debug("no fcntl here: %s is not locked", root)
+        yield
+        return
+    index = Path(root) / "index"
+    index.mkdir(exist_ok=True)
+    path = index / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ArchiveError(
+                f"another pplx-export run is writing to {root} (lock {path}); wait for it to finish"
+            ) from None
+        if held is not None:
+            held.add(key)
+        try:
+            yield
+        finally:
+            if held is not None:
+                held.discard(key)
+    finally:
+        os.close(fd)

@@ -1,0 +1,72 @@
+"""One writer per archive: the lock refuses a second run and never outlives its process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pplx_export.archive.lock import archive_lock
+from pplx_export.cli.export import main
+from pplx_export.errors import ArchiveError
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="flock is POSIX")
+
+REPO = Path(__file__).resolve().parent.parent
+HOLD = """
+import sys, time
+from pathlib import Path
+from pplx_export.archive.lock import archive_lock
+with archive_lock(Path(sys.argv[1])):
+    print("locked", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_second_holder_is_refused(tmp_path: Path) -> None:
+    with (
+        archive_lock(tmp_path),
+        pytest.raises(ArchiveError, match="another pplx-export run"),
+        archive_lock(tmp_path),
+    ):
+        pass
+    with archive_lock(tmp_path):  # released on exit
+        pass
+
+
+def test_the_held_set_makes_it_reentrant(tmp_path: Path) -> None:
+    held: set[str] = set()
+    with archive_lock(tmp_path, held), archive_lock(tmp_path, held):
+        assert held
+    assert not held
+
+
+def test_a_missing_root_is_not_created(tmp_path: Path) -> None:
+    root = tmp_path / "not-yet"
+    with archive_lock(root):
+        pass
+    assert not root.exists()
+
+
+def test_another_process_blocks_the_cli_until_it_dies(tmp_path: Path) -> None:
+    (tmp_path / "index").mkdir()
+    with subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    ) as proc:
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+            result = CliRunner().invoke(main, ["re-render", "--out", str(tmp_path)])
+            assert result.exit_code == 1
+            assert "another pplx-export run" in result.output
+        finally:
+            proc.kill()
+    # The kernel dropped the lock with the process: no stale lock to clean up by hand.
+    result = CliRunner().invoke(main, ["re-render", "--out", str(tmp_path), "-q"])
+    assert result.exit_code == 0, result.output
