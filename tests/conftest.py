@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from pplx_export.logs import LOGGER_NAME
 
 
 @pytest.fixture(autouse=True)
@@ -22,3 +26,16 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     work.mkdir()
     monkeypatch.chdir(work)
     return home
+
+
+@pytest.fixture(autouse=True)
+def reset_package_logger() -> Iterator[None]:
+    """CLI runs configure the `pplx_export` logger (level, stderr handler); undo that after
+    each test so a `-q` run cannot hide the next test's warnings from caplog."""
+    yield
+    logger = logging.getLogger(LOGGER_NAME)
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+        handler.close()
+    logger.setLevel(logging.NOTSET)
+    logger.propagate = True
