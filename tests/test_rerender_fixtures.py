@@ -65,8 +65,8 @@ def test_zh_labels_rewrite_markdown_only(archive: Path) -> None:
 
 def test_online_export_then_rerender_is_a_noop(tmp_path: Path) -> None:
     """Online export and re-render share one assembly path: re-render changes nothing."""
-    from pplx_export.parse import parse_thread
-    from pplx_export.sync.assemble import export_conversation, index_row_from_thread_json
+    from pplx_export.parse import parse_thread, row_from_thread_json
+    from pplx_export.sync.assemble import export_conversation
 
     root = tmp_path / "fresh"
     for src in sorted(FIXTURES.glob("*/*/*")):
@@ -77,7 +77,7 @@ def test_online_export_then_rerender_is_a_noop(tmp_path: Path) -> None:
         conv = parse_thread(
             plain,
             blocks,
-            index_row_from_thread_json(doc, src.parent.name),
+            row_from_thread_json(doc, src.parent.name),
             web_uuid=doc["web_uuid"],
             url=doc.get("url") or "",
             export_via=doc.get("export_via") or "",

@@ -53,22 +53,26 @@ def merge_pages(pages: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def row_from_thread_json(thread_json: dict[str, Any]) -> dict[str, Any]:
+def row_from_thread_json(thread_json: dict[str, Any], mode_folder: str = "") -> dict[str, Any]:
     """The index row an offline re-render passes: identity, space and dates from thread.json.
 
-    The stored mode goes in as the row mode, so a thread whose payload carries no mode signal
-    (no search_mode, no display_model) keeps the mode it was archived under.
+    The mode detected at export time (thread.json `mode`, else the `<mode>` folder name)
+    matters only for computer: offline it is the only trace of a computer thread whose plain
+    payload carries no mode signal (old archives without `url`), so it comes back as the
+    listing's `COMPUTER` row mode, which detection and the URL form both honour.
     """
     tj = as_dict(thread_json)
-    return {
+    row: dict[str, Any] = {
         "title": as_str(tj.get("title")),
         "entryUUID": as_str(tj.get("web_uuid")),
-        "mode": as_str(tj.get("mode")).upper(),
         "lastUpdated": as_str(tj.get("lastUpdated")),
         "space": tj.get("space") if isinstance(tj.get("space"), dict) else None,
         "authorUsername": as_str(tj.get("author")),
         "threadAccess": tj.get("threadAccess"),
     }
+    if (as_str(tj.get("mode")) or mode_folder) == "computer":
+        row["mode"] = "COMPUTER"
+    return row
 
 
 def space_of(index_row: dict[str, Any] | None, entries: list[Any]) -> Space | None:

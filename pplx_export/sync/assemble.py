@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pplx_export.archive.writer import WriteResult, write_thread
-from pplx_export.models import JSON, Conversation
+from pplx_export.models import Conversation
 from pplx_export.renderer_version import RENDERER_VERSION
 
 ParseFn = Callable[..., Conversation]
@@ -58,28 +58,6 @@ def default_engine() -> Engine:
         render_report=_render_report,
         version=RENDERER_VERSION,
     )
-
-
-def index_row_from_thread_json(doc: JSON, mode_folder: str = "") -> JSON:
-    """Index-row hints rebuilt from a stored thread.json (keys of the library listing).
-
-    The mode detected at export time (thread.json `mode`, else the `⟨mode⟩` folder) becomes
-    the row's `mode`: offline it is the only trace of a computer thread whose plain payload
-    looks like a search (old archives without `url`).
-    """
-    mode = str(doc.get("mode") or mode_folder)
-    row: JSON = {
-        "entryUUID": doc.get("web_uuid"),
-        "title": doc.get("title"),
-        "lastUpdated": doc.get("lastUpdated"),
-        "space": doc.get("space"),
-        "authorUsername": doc.get("author"),
-        "url": doc.get("url"),
-        "export_via": doc.get("export_via"),
-    }
-    if mode == "computer":
-        row["mode"] = "COMPUTER"
-    return row
 
 
 def render_files(

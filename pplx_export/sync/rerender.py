@@ -41,7 +41,6 @@ from pplx_export.models import JSON
 from pplx_export.sync.assemble import (
     Engine,
     default_engine,
-    index_row_from_thread_json,
     render_files,
 )
 from pplx_export.sync.progress import progress_reporter
@@ -190,11 +189,14 @@ def _rerender_thread(
     if blocks_bytes is not None:
         known[RAW_BLOCKS] = hashlib.sha256(blocks_bytes).hexdigest()
     del plain_bytes, blocks_bytes
+    # Imported here: a --changed-only no-op run never parses, and the parser is not free to import.
+    from pplx_export.parse.thread import row_from_thread_json
+
     web_uuid: str = doc["web_uuid"]
     conv = engine.parse(
         plain,
         blocks,
-        index_row_from_thread_json(doc, directory.parent.name),
+        row_from_thread_json(doc, directory.parent.name),
         web_uuid=web_uuid,
         url=str(doc.get("url") or ""),
         export_via=str(doc.get("export_via") or ""),
