@@ -6,6 +6,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -231,3 +232,12 @@ def test_chain_default_order(tmp_path: Path) -> None:
     assert not sources[0].cacheable and sources[1].cacheable
     with pytest.raises(AuthError):
         sources[0].load()  # no cache yet
+
+
+def test_a_keyring_without_dbus_is_explained_not_shown_as_a_key_error() -> None:
+    def no_dbus(browser: str) -> Any:
+        raise KeyError("DBUS_SESSION_BUS_ADDRESS")
+
+    with pytest.raises(AuthError) as info:
+        load_browser("chrome", loader=no_dbus)
+    assert str(info.value).startswith("chrome: keyring unreachable (no desktop D-Bus session)")

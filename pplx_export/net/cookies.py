@@ -202,10 +202,22 @@ def load_browser(browser: str, loader: BrowserLoader | None = None) -> CookieSet
     # browser-cookie3 raises whatever its backends raise (sqlite3, keyring, D-Bus, OSError,
     # its own BrowserCookieError); each is reported by type and message, none is swallowed.
     except Exception as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise AuthError(f"{browser}: {reason}") from None
+        raise AuthError(f"{browser}: {_describe_backend_error(exc)}") from None
     cs = collect(raw, f"browser:{browser}", f"profile {where}" if where else "")
     return require_session(cs)
+
+
+def _describe_backend_error(exc: Exception) -> str:
+    """A browser backend's failure in words a user can act on."""
+    if isinstance(exc, KeyError):
+        # Chromium-family backends read the keyring over D-Bus and index os.environ: a bare
+        # KeyError('DBUS_SESSION_BUS_ADDRESS') means "no desktop session to ask".
+        name = str(exc.args[0]) if exc.args else ""
+        if name.startswith("DBUS"):
+            return "keyring unreachable (no desktop D-Bus session)"
+        return f"missing {name or 'value'} ({type(exc).__name__})"
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return text or type(exc).__name__
 
 
 # -- cache ------------------------------------------------------------------------------------

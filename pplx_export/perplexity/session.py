@@ -174,7 +174,12 @@ def open_session(
             except OSError as exc:
                 log.warning("could not write the cookie cache: %s", exc)
         return api
-    raise AuthError("no usable perplexity.ai session; tried " + "; ".join(failures))
+    raise AuthError(
+        "no usable perplexity.ai session; tried "
+        + "; ".join(failures)
+        + ". Sign in to perplexity.ai in a browser, or export its cookies and pass"
+        " --cookies FILE (Netscape cookies.txt or JSON)"
+    )
 
 
 @dataclass
