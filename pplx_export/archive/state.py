@@ -307,16 +307,7 @@ class BatchState:
         title: str = "",
         now: datetime | None = None,
     ) -> None:
-        self._set(
-            uuid,
-            {
-                "status": "expired",
-                "lastUpdated": last_updated,
-                "title": title[:TITLE_MAX],
-                "expired_at": _now(now),
-                "note": note,
-            },
-        )
+        self._mark_terminal("expired", uuid, note, last_updated, title, now)
 
     def mark_deleted(
         self,
@@ -327,13 +318,25 @@ class BatchState:
         title: str = "",
         now: datetime | None = None,
     ) -> None:
+        self._mark_terminal("deleted", uuid, note, last_updated, title, now)
+
+    def _mark_terminal(
+        self,
+        status: str,
+        uuid: str,
+        note: str,
+        last_updated: str,
+        title: str,
+        now: datetime | None,
+    ) -> None:
+        """`expired` / `deleted`: terminal states, stamped `<status>_at` with a note."""
         self._set(
             uuid,
             {
-                "status": "deleted",
+                "status": status,
                 "lastUpdated": last_updated,
                 "title": title[:TITLE_MAX],
-                "deleted_at": _now(now),
+                f"{status}_at": _now(now),
                 "note": note,
             },
         )
