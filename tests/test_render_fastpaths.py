@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pplx_export.render.text import squash
+from pplx_export.render.text import quote, squash
 
 _NON_WORD = re.compile(r"[\W_]+")
 _LAYOUT_TAG = re.compile(r"</?(?:details|summary|br)>")
@@ -67,3 +67,21 @@ def test_squash_every_code_point() -> None:
 def test_squash_examples() -> None:
     assert squash("**Done** <details><summary>Straße</summary>") == "donestrasse"
     assert squash("— → ·") == ""
+
+
+def _quote_by_definition(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in text.split("\n"))
+
+
+_LINE_PIECES = st.sampled_from(["\n", " ", ">", "> ", "a", "\r", "\u2028", "\x85", "\x0b", "$"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LINE_PIECES | st.text(max_size=3), max_size=20).map("".join))
+def test_quote_matches_its_definition(text: str) -> None:
+    assert quote(text) == _quote_by_definition(text)
+
+
+def test_quote_examples() -> None:
+    assert quote("") == ">"
+    assert quote("a\n\n b\n") == "> a\n>\n>  b\n>"

@@ -47,9 +47,14 @@ def chunks_text(tp: Any) -> str:
     return "".join(c for c in as_list(tp.get("chunks")) if isinstance(c, str))
 
 
+_EMPTY_QUOTED_LINE = re.compile(r"^> $", re.MULTILINE)
+
+
 def quote(text: str) -> str:
     """Blockquote every line (an empty line becomes `>` so the quote stays one block)."""
-    return "\n".join(f"> {line}" if line else ">" for line in text.split("\n"))
+    # A quoted line is exactly "> " only when the line was empty; two C passes instead of a
+    # Python loop over the lines (tool output quotes run to hundreds of lines).
+    return _EMPTY_QUOTED_LINE.sub(">", "> " + text.replace("\n", "\n> "))
 
 
 def one_line(text: str) -> str:
