@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from pplx_export.archive.paths import iter_thread_rels
 from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES, has_live_token
-from pplx_export.archive.render_state import fingerprint, is_fresh, load_state, save_state
+from pplx_export.archive.render_state import (
+    fingerprint,
+    is_fresh,
+    load_state,
+    recorded_file,
+    save_state,
+)
 from pplx_export.archive.report_body import load_report_body
 from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.archive.variants import append_variant_log, warn_variants
@@ -182,12 +188,20 @@ def _rerender_thread(
         raise ArchiveError(f"{RAW_BLOCKS} is not a JSON object")
     # Walking the parsed tree for tokens costs as much as parsing it; a byte scan tells
     # whether there is anything to redact at all (almost never, after the first run).
-    redact = has_live_token(plain_bytes) or (
-        blocks_bytes is not None and has_live_token(blocks_bytes)
-    )
-    known = {RAW_ENTRIES: hashlib.sha256(plain_bytes).hexdigest()}
-    if blocks_bytes is not None:
-        known[RAW_BLOCKS] = hashlib.sha256(blocks_bytes).hexdigest()
+    # A raw file whose size and mtime are still those recorded after the last render is
+    # the file that render left (tokens redacted then): its recorded digest stands, and
+    # there is nothing to scan (the size+mtime trust of `--changed-only`).
+    redact = False
+    known: dict[str, str] = {}
+    for name, data in ((RAW_ENTRIES, plain_bytes), (RAW_BLOCKS, blocks_bytes)):
+        if data is None:
+            continue
+        rec = recorded_file(recorded, name)
+        if rec is not None and rec[:2] == stats[name]:
+            known[name] = rec[2]
+        else:
+            known[name] = hashlib.sha256(data).hexdigest()
+            redact = redact or has_live_token(data)
     del plain_bytes, blocks_bytes
     web_uuid: str = doc["web_uuid"]
     conv = engine.parse(
