@@ -10,7 +10,7 @@ from pplx_export.parse.lenient import as_list, as_str
 
 _BACKTICK_RUN = re.compile(r"`+")
 _MODEL_LINK = re.compile(r"\[([^\]]+)\]\(pplx://action/[^)]+\)")
-_LINK_TEXT_SPECIAL = re.compile(r"([\[\]\\])")
+_ANGLE_URL = re.compile(r"[ ()<>]")
 _PIPE = re.compile(r"(\\*)\|")
 
 
@@ -63,13 +63,14 @@ def one_line(text: str) -> str:
 
 def link_text(name: str) -> str:
     """Link labels: one line, brackets and backslashes escaped so the link cannot break."""
-    return _LINK_TEXT_SPECIAL.sub(r"\\\1", one_line(name))
+    # Backslashes first, so those added before brackets are not doubled.
+    return one_line(name).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
 def link_target(url: str) -> str:
     """URLs with spaces or parentheses go in angle brackets (CommonMark link destination)."""
     url = url.strip()
-    if any(c in url for c in " ()<>"):
+    if _ANGLE_URL.search(url):
         return "<" + url.replace("<", "%3C").replace(">", "%3E") + ">"
     return url
 
@@ -93,6 +94,8 @@ def fenced(body: str, lang: str = "") -> str:
 
 def model_links(md: str) -> str:
     """`[Label](pplx://action/model_info?…)` -> `**Label**` (the link only works in the app)."""
+    if "(pplx://action/" not in md:  # nearly always: no template expansion to set up
+        return md
     return _MODEL_LINK.sub(r"**\1**", md)
 
 
@@ -117,7 +120,7 @@ def details(summary: str, body: str) -> str:
 
 def join_blocks(blocks: list[str]) -> str:
     """Non-blank blocks separated by one blank line."""
-    return "\n\n".join(b.strip("\n") for b in blocks if b and b.strip())
+    return "\n\n".join([b.strip("\n") for b in blocks if b and not b.isspace()])
 
 
 def finish(text: str) -> str:
