@@ -127,11 +127,11 @@ def _read(path: Path, *, optional: bool = False) -> tuple[bytes, tuple[int, int]
         raise ArchiveError(f"{path.name} unreadable: {exc}") from exc
 
 
-def _decode(path: Path, data: bytes) -> Any:
+def _decode(name: str, data: bytes) -> Any:
     try:
         return json.loads(data)
     except ValueError as exc:
-        raise ArchiveError(f"{path.name} unreadable: {exc}") from exc
+        raise ArchiveError(f"{name} unreadable: {exc}") from exc
 
 
 def rerender_thread(
@@ -172,18 +172,18 @@ def _rerender_thread(
 ) -> ThreadOutcome:
     engine = engine or default_engine()
     directory = root / rel
-    doc = _decode(directory / THREAD_JSON, _read(directory / THREAD_JSON)[0])
+    doc = _decode(THREAD_JSON, _read(directory / THREAD_JSON)[0])
     if not isinstance(doc, dict) or not isinstance(doc.get("web_uuid"), str):
         raise ArchiveError("thread.json has no web_uuid")
     plain_bytes, plain_stat = _read(directory / RAW_ENTRIES)
-    plain = _decode(directory / RAW_ENTRIES, plain_bytes)
+    plain = _decode(RAW_ENTRIES, plain_bytes)
     if not isinstance(plain, dict):
         raise ArchiveError(f"{RAW_ENTRIES} is not a JSON object")
     stats = {RAW_ENTRIES: plain_stat}
     blocks_bytes: bytes | None = None
     with contextlib.suppress(FileNotFoundError):  # search threads have no blocks file
         blocks_bytes, stats[RAW_BLOCKS] = _read(directory / RAW_BLOCKS, optional=True)
-    blocks = None if blocks_bytes is None else _decode(directory / RAW_BLOCKS, blocks_bytes)
+    blocks = None if blocks_bytes is None else _decode(RAW_BLOCKS, blocks_bytes)
     if blocks_bytes is not None and not isinstance(blocks, dict):
         raise ArchiveError(f"{RAW_BLOCKS} is not a JSON object")
     # Walking the parsed tree for tokens costs as much as parsing it; a byte scan tells
