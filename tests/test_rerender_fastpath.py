@@ -7,6 +7,7 @@ behind its back and check that a plain full re-render still restores every byte.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -104,3 +105,25 @@ def test_changed_only_noop_does_not_import_the_renderer(archive: Path) -> None:
     )
     repo = Path(__file__).resolve().parent.parent
     subprocess.run([sys.executable, "-c", code], check=True, cwd=repo)
+
+
+def test_token_written_into_a_recorded_raw_file_is_still_redacted(archive: Path) -> None:
+    # The recorded digest of a raw file stands in only while its size and mtime match the
+    # record; a token added afterwards (same size, new mtime) is still found and redacted.
+    d = _a_thread(archive)
+    path = d / "raw_entries.json"
+    text = path.read_text(encoding="utf-8")
+    redacted = '"read_write_token": "<redacted>"'
+    assert redacted in text
+    before = path.stat()
+    path.write_text(text.replace(redacted, '"read_write_token": "live-token"', 1), encoding="utf-8")
+    # Same size; a later mtime even on a coarse clock.
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    assert path.stat().st_size == before.st_size
+    s = rerender(archive)
+    assert s.redacted_tokens == 1
+    assert "live-token" not in path.read_text(encoding="utf-8")
+    state = json.loads((archive / STATE_NAME).read_text())["threads"]
+    rel = d.relative_to(archive).as_posix()
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert state[rel]["files"]["raw_entries.json"][2] == digest

@@ -35,9 +35,15 @@ def _harvest(value: Any, out: list[str], depth: int = 0) -> None:
             _harvest(v, out, depth + 1)
 
 
-def _final_answer(raw_answer: Any) -> str | None:
-    """The answer of one FINAL step, or None to keep looking at earlier FINALs."""
-    decoded = decode_json(raw_answer)
+def final_answers(steps: list[Step]) -> list[tuple[Step, Any]]:
+    """Every FINAL step with its decoded `answer` JSON, in order: the answer and the turn's
+    citations both read it, and it is the largest JSON string of a turn."""
+    return [(s, decode_json(s.content.get("answer"))) for s in steps if s.step_type == "FINAL"]
+
+
+def _final_answer(raw_answer: Any, decoded: Any) -> str | None:
+    """The answer of one FINAL step (`decoded` from its raw answer), or None to keep looking
+    at earlier FINALs."""
     if isinstance(decoded, dict):
         if "answer" in decoded:
             value = decoded["answer"]
@@ -52,11 +58,12 @@ def _final_answer(raw_answer: Any) -> str | None:
     return None
 
 
-def extract_answer(entry: dict[str, Any], steps: list[Step]) -> str:
-    for step in reversed(steps):
-        if step.step_type != "FINAL":
-            continue
-        answer = _final_answer(step.content.get("answer"))
+def extract_answer(
+    entry: dict[str, Any], steps: list[Step], finals: list[tuple[Step, Any]] | None = None
+) -> str:
+    """`finals`: `final_answers(steps)`, when the caller has it already."""
+    for step, decoded in reversed(final_answers(steps) if finals is None else finals):
+        answer = _final_answer(step.content.get("answer"), decoded)
         if answer is not None:
             return answer
     plan = as_dict(decode_json(entry.get("plan")))

@@ -13,8 +13,8 @@ from pplx_export.models import AppendixItem, Turn
 from pplx_export.parse.lenient import as_str, dicts
 from pplx_export.parse.timeutil import from_us, parse_iso
 from pplx_export.parse.workflow import (
+    BlockWalks,
     count_wf_steps,
-    iter_payloads,
     top_level_payloads,
     workflow_blocks,
 )
@@ -31,15 +31,17 @@ class Attribution:
     stub_turns: set[int] = field(default_factory=set)  # indexes of stub turns
 
 
-def anchored_ids(main_entries: list[Any]) -> set[str]:
+def anchored_ids(main_entries: list[Any], walks: BlockWalks | None = None) -> set[str]:
     """Ids of every workflow payload in the main entries' blocks, searched recursively."""
+    walks = walks or BlockWalks()
     out: set[str] = set()
     for entry in dicts(main_entries):
         for wf in workflow_blocks(entry):
-            for wp in iter_payloads(wf):
-                wid = as_str(wp.get("id"))
-                if wid:
-                    out.add(wid)
+            for ws in walks(wf):
+                for wp in ws.payloads:
+                    wid = as_str(wp.get("id"))
+                    if wid:
+                        out.add(wid)
     return out
 
 
@@ -74,9 +76,10 @@ def attribute(
     main_entries: list[Any],
     bg_entries: list[Any],
     plain_entries: list[Any] | None = None,
+    walks: BlockWalks | None = None,
 ) -> Attribution:
     """Run the waterfall. `turns` are sorted and indexed; schematized entries pair by uuid."""
-    result = Attribution(anchored=anchored_ids(main_entries))
+    result = Attribution(anchored=anchored_ids(main_entries, walks))
     by_uuid = {as_str(e.get("uuid")): e for e in dicts(main_entries) if as_str(e.get("uuid"))}
     triggers = {as_str(e.get("uuid")): e.get("trigger") for e in dicts(plain_entries)}
     stubs = []

@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from pplx_export.models import Citation, Step
-from pplx_export.parse.lenient import as_dict, as_list, decode_json, dicts, first_str
+from pplx_export.parse.answers import final_answers
+from pplx_export.parse.lenient import as_dict, as_list, dicts, first_str
 
 NAME_LIMIT = 200
 SNIPPET_LIMIT = 500
@@ -57,13 +58,14 @@ def item_sources(item: dict[str, Any]) -> list[Any]:
     return as_list(as_dict(payload.get("sources_payload")).get("sources"))
 
 
-def turn_citations(entry: dict[str, Any], steps: list[Step]) -> list[Citation]:
-    """Channels in order: entry.sources, FINAL web_results, plain-step SOURCES items."""
+def turn_citations(
+    entry: dict[str, Any], steps: list[Step], finals: list[tuple[Step, Any]] | None = None
+) -> list[Citation]:
+    """Channels in order: entry.sources, FINAL web_results, plain-step SOURCES items.
+    `finals`: `final_answers(steps)`, when the caller has it already."""
     raw: list[Any] = list(dicts(entry.get("sources")))
-    for step in steps:
-        if step.step_type == "FINAL":
-            answer = as_dict(decode_json(step.content.get("answer")))
-            raw.extend(dicts(answer.get("web_results")))
+    for _step, decoded in final_answers(steps) if finals is None else finals:
+        raw.extend(dicts(as_dict(decoded).get("web_results")))
     for step in steps:
         for item in dicts(step.content.get("workflow_items")):
             raw.extend(item_sources(item))

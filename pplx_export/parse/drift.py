@@ -13,7 +13,7 @@ from typing import Any
 from pplx_export.models import SchemaDrift, Step
 from pplx_export.parse.lenient import as_dict, as_str, decode_json, dicts, first
 from pplx_export.parse.steps import KNOWN_STEP_TYPES, raw_step_list
-from pplx_export.parse.workflow import item_payload, iter_steps, workflow_blocks
+from pplx_export.parse.workflow import BlockWalks, workflow_blocks
 
 KNOWN_ITEM_TYPES = frozenset(
     {
@@ -36,7 +36,11 @@ _MARKDOWN_USAGE = re.compile(r"^ask_text_\d+_markdown$")
 
 
 def _items(drift: SchemaDrift, items: Any) -> None:
-    for item in dicts(items):
+    _item_dicts(drift, dicts(items))
+
+
+def _item_dicts(drift: SchemaDrift, items: list[dict[str, Any]]) -> None:
+    for item in items:
         kind = as_str(item.get("type"))
         if kind not in KNOWN_ITEM_TYPES:
             drift.add("item_type", kind or "(missing)")
@@ -52,12 +56,14 @@ def scan(
     plain: dict[str, Any],
     blocks: dict[str, Any] | None,
     decoded: Mapping[int, list[Step]] | None = None,
+    walks: BlockWalks | None = None,
 ) -> SchemaDrift:
     """`decoded` maps `id(entry)` to the steps the parser already decoded from that plain
     entry's `text` (the same values `raw_step_list` + `decode_json` give), so the JSON inside
-    the strings is not decoded a second time."""
+    the strings is not decoded a second time; `walks` the block walks it already made."""
     drift = SchemaDrift()
     decoded = decoded or {}
+    walks = walks or BlockWalks()
     for key in ("entries", "background_entries"):
         for entry in dicts(plain.get(key)):
             known = decoded.get(id(entry))
@@ -80,12 +86,9 @@ def scan(
                     drift.add("block_usage", usage or "(missing)")
             for wf in workflow_blocks(entry):
                 _status(drift, wf.get("status"))
-                for step in iter_steps(wf):
-                    _status(drift, step.get("status"))
-                    items = dicts(step.get("items"))
-                    _items(drift, items)
-                    for item in items:
-                        wp = item_payload(item)
-                        if wp:
-                            _status(drift, wp.get("status"))
+                for ws in walks(wf):
+                    _status(drift, ws.step.get("status"))
+                    _item_dicts(drift, ws.items)
+                    for wp in ws.payloads:
+                        _status(drift, wp.get("status"))
     return drift

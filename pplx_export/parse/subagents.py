@@ -11,11 +11,9 @@ from pplx_export.parse.citations import item_sources, normalise_all
 from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts
 from pplx_export.parse.turns import build_turn
 from pplx_export.parse.workflow import (
-    anchor_payload,
+    BlockWalks,
     item_payload,
-    iter_steps,
     prompt_of,
-    step_sid,
     top_level_payloads,
     workflow_blocks,
 )
@@ -77,22 +75,21 @@ def council_agent(wp: dict[str, Any], ordinal: int) -> SubAgent:
     return sub
 
 
-def council_payloads(wf: dict[str, Any] | None) -> list[dict[str, Any]]:
+def council_payloads(
+    wf: dict[str, Any] | None, walks: BlockWalks | None = None
+) -> list[dict[str, Any]]:
     """LLM_COUNCIL payloads on the items of a block's own steps, in order."""
-    out = []
-    for step in dicts(as_dict(wf).get("steps")):
-        for item in dicts(step.get("items")):
-            wp = item_payload(item)
-            if wp is not None and wp.get("mode") == COUNCIL_MODE:
-                out.append(wp)
-    return out
+    if not isinstance(wf, dict):
+        return []
+    steps = (walks or BlockWalks())(wf)
+    return [wp for ws in steps if ws.top for wp in ws.payloads if wp.get("mode") == COUNCIL_MODE]
 
 
-def council_map(main_entries: list[Any]) -> dict[str, SubAgent]:
+def council_map(main_entries: list[Any], walks: BlockWalks | None = None) -> dict[str, SubAgent]:
     out: dict[str, SubAgent] = {}
     for entry in dicts(main_entries):
         for wf in workflow_blocks(entry):
-            for wp in council_payloads(wf):
+            for wp in council_payloads(wf, walks):
                 sub = council_agent(wp, len(out) + 1)
                 out[sub.sub_id] = sub
     return out
@@ -140,8 +137,13 @@ def _background_runs(bg_entries: list[Any]) -> dict[str, _BgRun]:
 
 
 def computer_map(
-    main_entries: list[Any], bg_entries: list[Any], bg_plain: list[Any], plain_main: list[Any]
+    main_entries: list[Any],
+    bg_entries: list[Any],
+    bg_plain: list[Any],
+    plain_main: list[Any],
+    walks: BlockWalks | None = None,
 ) -> dict[str, SubAgent]:
+    walks = walks or BlockWalks()
     runs = _background_runs(bg_entries)
     plain_by_uuid = {as_str(e.get("uuid")): e for e in dicts(bg_plain) if as_str(e.get("uuid"))}
     main_locked = {as_str(e.get("uuid")): as_str(e.get("locked_reason")) for e in dicts(plain_main)}
@@ -151,15 +153,15 @@ def computer_map(
             as_str(entry.get("uuid")), ""
         )
         for wf in workflow_blocks(entry):
-            for step in iter_steps(wf):
-                wp = anchor_payload(step)
+            for ws in walks(wf):
+                wp = ws.anchor
                 if wp is None:
                     continue
-                sid = step_sid(step)
+                sid = ws.sid
                 if not sid or sid in out:
                     continue
                 out[sid] = _computer_agent(
-                    sid, step, wp, runs.get(sid), plain_by_uuid, entry_locked
+                    sid, ws.step, wp, runs.get(sid), plain_by_uuid, entry_locked
                 )
     return out
 
@@ -203,10 +205,15 @@ def _computer_agent(
 
 
 def build_sub_map(
-    main_entries: list[Any], bg_entries: list[Any], bg_plain: list[Any], plain_main: list[Any]
+    main_entries: list[Any],
+    bg_entries: list[Any],
+    bg_plain: list[Any],
+    plain_main: list[Any],
+    walks: BlockWalks | None = None,
 ) -> dict[str, SubAgent]:
     """Council first (keyed by model id); otherwise the computer sub-agents (keyed by run id)."""
-    council = council_map(main_entries)
+    walks = walks or BlockWalks()
+    council = council_map(main_entries, walks)
     if council:
         return council
-    return computer_map(main_entries, bg_entries, bg_plain, plain_main)
+    return computer_map(main_entries, bg_entries, bg_plain, plain_main, walks)

@@ -24,7 +24,7 @@ from pplx_export.parse.subagents import build_sub_map, council_agent, council_pa
 from pplx_export.parse.timeutil import us_to_iso
 from pplx_export.parse.turns import build_turn
 from pplx_export.parse.variants import find_variants
-from pplx_export.parse.workflow import anchor_payload, index_wf_blocks, iter_steps, step_sid
+from pplx_export.parse.workflow import BlockWalks, index_wf_blocks
 
 log = logging.getLogger("pplx_export.parse")
 
@@ -132,19 +132,19 @@ def _build_turns(
     return turns
 
 
-def _turn_sub_agents(turn: Turn, sub_map: dict[str, SubAgent]) -> list[SubAgent]:
+def _turn_sub_agents(turn: Turn, sub_map: dict[str, SubAgent], walks: BlockWalks) -> list[SubAgent]:
     if turn.wf_block is None:
         return []
-    council = council_payloads(turn.wf_block)
+    council = council_payloads(turn.wf_block, walks)
     if council:
         # Per turn, from the turn's own block: the thread-level map is keyed by model id and
         # keeps only one run per model when several turns convened the council.
         return [council_agent(wp, n) for n, wp in enumerate(council, start=1)]
     out: list[SubAgent] = []
-    for step in iter_steps(turn.wf_block):
-        if anchor_payload(step) is None:
+    for ws in walks(turn.wf_block):
+        if ws.anchor is None:
             continue
-        sub = sub_map.get(step_sid(step))
+        sub = sub_map.get(ws.sid)
         if sub is not None and all(sub is not seen for seen in out):
             out.append(sub)
     return out
@@ -162,7 +162,9 @@ def _display_answer(turn: Turn) -> str:
     return ""
 
 
-def _attach_workflow(conv: Conversation, plain: dict[str, Any], blocks: dict[str, Any]) -> None:
+def _attach_workflow(
+    conv: Conversation, plain: dict[str, Any], blocks: dict[str, Any], walks: BlockWalks
+) -> None:
     """§5.4-§5.6 for computer/council threads."""
     main = dicts(blocks.get("entries"))
     background = dicts(blocks.get("background_entries"))
@@ -172,13 +174,17 @@ def _attach_workflow(conv: Conversation, plain: dict[str, Any], blocks: dict[str
         if turn.wf_block is not None:
             turn.metadata.wf_status = as_str(turn.wf_block.get("status"))
     conv.sub_agents = build_sub_map(
-        main, background, dicts(plain.get("background_entries")), dicts(plain.get("entries"))
+        main,
+        background,
+        dicts(plain.get("background_entries")),
+        dicts(plain.get("entries")),
+        walks,
     )
-    result = attribute(conv.turns, main, background, dicts(plain.get("entries")))
+    result = attribute(conv.turns, main, background, dicts(plain.get("entries")), walks)
     for turn in conv.turns:
         turn.is_stub = turn.index in result.stub_turns
         turn.stub_wfs = result.stub_wfs.get(turn.index, [])
-        turn.sub_agents = _turn_sub_agents(turn, conv.sub_agents)
+        turn.sub_agents = _turn_sub_agents(turn, conv.sub_agents, walks)
         turn.display_answer = _display_answer(turn)
     conv.appendix = result.appendix
 
@@ -244,9 +250,11 @@ def parse_thread(
         raw_blocks=blocks,
         exported_at=exported_at,
     )
+    # Every pass over the workflow blocks (sub-agents, attribution, drift) reads one walk.
+    walks = BlockWalks()
     if blocks is not None:
         if mode in WORKFLOW_MODES:
-            _attach_workflow(conv, plain, blocks)
+            _attach_workflow(conv, plain, blocks, walks)
         conv.assets = collect_assets(dicts(blocks.get("entries")))
         warnings.extend(
             workflow_warnings(dicts(blocks.get("entries")), dicts(blocks.get("background_entries")))
@@ -260,7 +268,7 @@ def parse_thread(
     if info is not None:
         conv.report = Report(info=info, candidates=report_candidates(info, conv.assets))
     conv.interruptions = build_registry(conv.turns, conv.appendix)
-    conv.drift = scan(plain, blocks, decoded)
+    conv.drift = scan(plain, blocks, decoded, walks)
     conv.warnings = warnings
     for line in warnings:
         log.debug("thread %s: %s", uuid, line)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pplx_export.models import ReportInfo, Turn, TurnMeta
-from pplx_export.parse.answers import extract_answer
+from pplx_export.parse.answers import extract_answer, final_answers
 from pplx_export.parse.citations import turn_citations
 from pplx_export.parse.lenient import as_str, first_str, optional_int
 from pplx_export.parse.steps import decode_steps
@@ -26,7 +26,8 @@ def report_info_of(steps: list[Any]) -> ReportInfo | None:
 
 def build_turn(entry: dict[str, Any], index: int) -> Turn:
     steps = decode_steps(entry.get("text"))
-    answer = extract_answer(entry, steps)
+    finals = final_answers(steps)
+    answer = extract_answer(entry, steps, finals)
     return Turn(
         index=index,
         uuid=as_str(entry.get("uuid")),
@@ -39,7 +40,7 @@ def build_turn(entry: dict[str, Any], index: int) -> Turn:
         steps=steps,
         answer=answer,
         display_answer=answer,
-        citations=turn_citations(entry, steps),
+        citations=turn_citations(entry, steps, finals),
         search_mode=as_str(entry.get("search_mode")),
         display_model=as_str(entry.get("display_model")),
         metadata=TurnMeta(

@@ -5,7 +5,8 @@ Blocks stay raw dicts (the renderer walks them); this module only finds things i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts
@@ -60,8 +61,11 @@ def is_anchor_payload(wp: dict[str, Any] | None) -> bool:
 
 def anchor_payload(step: dict[str, Any]) -> dict[str, Any] | None:
     """The anchor payload of a sub-agent anchor step (§3.8), or None."""
-    for item in dicts(step.get("items")):
-        wp = item_payload(item)
+    return _first_anchor(map(item_payload, dicts(step.get("items"))))
+
+
+def _first_anchor(payloads: Iterable[dict[str, Any] | None]) -> dict[str, Any] | None:
+    for wp in payloads:
         if is_anchor_payload(wp):
             return wp
     return None
@@ -78,8 +82,11 @@ def is_subagent_step(step: dict[str, Any]) -> bool:
 
 def step_sid(step: dict[str, Any]) -> str:
     """Sub-agent id of a step: the payload id, else the step id minus `:workflow`."""
-    for item in dicts(step.get("items")):
-        wp = item_payload(item)
+    return _sid(step, map(item_payload, dicts(step.get("items"))))
+
+
+def _sid(step: dict[str, Any], payloads: Iterable[dict[str, Any] | None]) -> str:
+    for wp in payloads:
         if wp and as_str(wp.get("id")):
             return as_str(wp.get("id"))
     sid = as_str(step.get("id"))
@@ -90,41 +97,78 @@ def prompt_of(wp: dict[str, Any] | None) -> str:
     return "".join(as_str(c) for c in as_list(as_dict(wp).get("objective_chunks")))
 
 
-def iter_steps(
-    wf: dict[str, Any],
-    *,
-    recursive: bool = True,
-    _depth: int = 0,
-    _path: frozenset[str] = frozenset(),
-) -> Iterator[dict[str, Any]]:
-    """Steps of a workflow block/payload; with `recursive`, nested payload steps too.
+@dataclass(frozen=True, slots=True)
+class WalkStep:
+    """A step met by `walk`, with what the parser's passes read from every step."""
+
+    step: dict[str, Any]
+    items: list[dict[str, Any]]  # the step's dict items
+    payloads: list[dict[str, Any]]  # their workflow payloads (`item_payload`), in order
+    top: bool  # a step of the walked block itself, not of a nested payload
+
+    @property
+    def anchor(self) -> dict[str, Any] | None:
+        """`anchor_payload(step)`."""
+        return _first_anchor(self.payloads)
+
+    @property
+    def sid(self) -> str:
+        """`step_sid(step)`."""
+        return _sid(self.step, self.payloads)
+
+
+def walk(wf: dict[str, Any]) -> list[WalkStep]:
+    """Every step of a workflow block/payload, nested payload steps included (depth first,
+    each step before the steps of its payloads), with its items and payloads looked up once.
 
     The cycle guard: a payload whose id is already on the current path (or any payload past
     MAX_WALK_DEPTH) is not descended into, so repeated or self-referencing ids terminate.
+    The parser's passes over a block (sub-agents, attribution, drift) share one walk
+    through `BlockWalks` instead of walking the tree each.
     """
+    out: list[WalkStep] = []
+    _walk(wf, out, 0, frozenset())
+    return out
+
+
+def _walk(wf: dict[str, Any], out: list[WalkStep], depth: int, path: frozenset[str]) -> None:
     for step in dicts(wf.get("steps")):
-        yield step
-        if not recursive:
-            continue
-        for item in dicts(step.get("items")):
-            wp = item_payload(item)
-            if wp is None:
-                continue
+        items = dicts(step.get("items"))
+        payloads = [wp for wp in map(item_payload, items) if wp is not None]
+        out.append(WalkStep(step, items, payloads, depth == 0))
+        for wp in payloads:
             wid = as_str(wp.get("id"))
-            if _depth + 1 >= MAX_WALK_DEPTH or (wid and wid in _path):
+            if depth + 1 >= MAX_WALK_DEPTH or (wid and wid in path):
                 continue
-            yield from iter_steps(
-                wp, recursive=True, _depth=_depth + 1, _path=_path | {wid} if wid else _path
-            )
+            _walk(wp, out, depth + 1, path | {wid} if wid else path)
+
+
+class BlockWalks:
+    """One parse's memo of `walk` per workflow block dict (the blocks are not modified
+    while a thread is parsed). Not shared between threads."""
+
+    def __init__(self) -> None:
+        # id(block) -> (block, its walk); the block is kept so its id cannot be reused.
+        self._done: dict[int, tuple[dict[str, Any], list[WalkStep]]] = {}
+
+    def __call__(self, wf: dict[str, Any]) -> list[WalkStep]:
+        hit = self._done.get(id(wf))
+        if hit is None:
+            hit = self._done[id(wf)] = (wf, walk(wf))
+        return hit[1]
+
+
+def iter_steps(wf: dict[str, Any], *, recursive: bool = True) -> Iterator[dict[str, Any]]:
+    """Steps of a workflow block/payload; with `recursive`, nested payload steps too, in
+    `walk` order."""
+    if not recursive:
+        return iter(dicts(wf.get("steps")))
+    return (ws.step for ws in walk(wf))
 
 
 def iter_payloads(wf: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Every nested workflow payload under a block, recursively (cycle-guarded)."""
-    for step in iter_steps(wf):
-        for item in dicts(step.get("items")):
-            wp = item_payload(item)
-            if wp is not None:
-                yield wp
+    return (wp for ws in walk(wf) for wp in ws.payloads)
 
 
 def top_level_payloads(entry: dict[str, Any]) -> list[dict[str, Any]]:

@@ -24,29 +24,37 @@ from pplx_export.render.text import (
     time_range,
 )
 
+# Every (entry uuid, root workflow block) of the background entries, and the positions in
+# that list of the roots with a step of each id.
+_RootIndex = tuple[list[tuple[str, dict[str, Any]]], dict[str, set[int]]]
+
 
 def _roots(ctx: Ctx, run_id: str) -> list[tuple[str, dict[str, Any]]]:
     """(entry uuid, root workflow block) of the schematized background entries whose root
-    workflow has a step for the run (`toolu_X` or `toolu_X:workflow`). Memoised per thread:
-    callers must not modify the list."""
+    workflow has a step for the run (`toolu_X` or `toolu_X:workflow`), in entry order."""
     if not run_id:
         return []
-    key = ("roots", run_id)
-    cached: list[tuple[str, dict[str, Any]]] | None = ctx.memo.get(key)
-    if cached is None:
-        cached = ctx.memo[key] = _find_roots(ctx, run_id)
-    return cached
+    index: _RootIndex | None = ctx.memo.get("roots")
+    if index is None:
+        index = ctx.memo["roots"] = _index_roots(ctx)
+    roots, by_step_id = index
+    hits = by_step_id.get(run_id, set()) | by_step_id.get(f"{run_id}:workflow", set())
+    return [roots[i] for i in sorted(hits)]
 
 
-def _find_roots(ctx: Ctx, run_id: str) -> list[tuple[str, dict[str, Any]]]:
-    ids = {run_id, f"{run_id}:workflow"}
-    out: list[tuple[str, dict[str, Any]]] = []
+def _index_roots(ctx: Ctx) -> _RootIndex:
+    """Built once per thread (memoised in ctx): every run looks its roots up, and a scan of
+    all roots per run grows with the square of the number of runs."""
+    roots: list[tuple[str, dict[str, Any]]] = []
+    by_step_id: dict[str, set[int]] = {}
     for entry in dicts(as_dict(ctx.conv.raw_blocks).get("background_entries")):
+        uuid = as_str(entry.get("uuid"))
         for block in dicts(entry.get("blocks")):
             wf = as_dict(block.get("workflow_block"))
-            if any(as_str(s.get("id")) in ids for s in dicts(wf.get("steps"))):
-                out.append((as_str(entry.get("uuid")), wf))
-    return out
+            for step in dicts(wf.get("steps")):
+                by_step_id.setdefault(as_str(step.get("id")), set()).add(len(roots))
+            roots.append((uuid, wf))
+    return roots, by_step_id
 
 
 def _entry_uuids(ctx: Ctx, run_id: str, bg_uuid: str) -> list[str]:

@@ -211,7 +211,10 @@ class Shown:
             return True
         if len(sq) >= 8:
             return sq in self.squashed
-        pattern = r"(?<!\w)" + re.escape(text.strip()) + r"(?!\w)"
+        word = text.strip()
+        if word not in self.md:  # a plain substring test first: the regex scans the page
+            return False
+        pattern = r"(?<!\w)" + re.escape(word) + r"(?!\w)"
         return re.search(pattern, self.md) is not None
 
 

@@ -10,7 +10,7 @@ from pplx_export.parse.lenient import as_list, as_str
 
 _BACKTICK_RUN = re.compile(r"`+")
 _MODEL_LINK = re.compile(r"\[([^\]]+)\]\(pplx://action/[^)]+\)")
-_LINK_TEXT_SPECIAL = re.compile(r"([\[\]\\])")
+_ANGLE_URL = re.compile(r"[ ()<>]")
 _PIPE = re.compile(r"(\\*)\|")
 
 
@@ -47,9 +47,14 @@ def chunks_text(tp: Any) -> str:
     return "".join(c for c in as_list(tp.get("chunks")) if isinstance(c, str))
 
 
+_EMPTY_QUOTED_LINE = re.compile(r"^> $", re.MULTILINE)
+
+
 def quote(text: str) -> str:
     """Blockquote every line (an empty line becomes `>` so the quote stays one block)."""
-    return "\n".join(f"> {line}" if line else ">" for line in text.split("\n"))
+    # A quoted line is exactly "> " only when the line was empty; two C passes instead of a
+    # Python loop over the lines (tool output quotes run to hundreds of lines).
+    return _EMPTY_QUOTED_LINE.sub(">", "> " + text.replace("\n", "\n> "))
 
 
 def one_line(text: str) -> str:
@@ -58,13 +63,14 @@ def one_line(text: str) -> str:
 
 def link_text(name: str) -> str:
     """Link labels: one line, brackets and backslashes escaped so the link cannot break."""
-    return _LINK_TEXT_SPECIAL.sub(r"\\\1", one_line(name))
+    # Backslashes first, so those added before brackets are not doubled.
+    return one_line(name).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
 def link_target(url: str) -> str:
     """URLs with spaces or parentheses go in angle brackets (CommonMark link destination)."""
     url = url.strip()
-    if any(c in url for c in " ()<>"):
+    if _ANGLE_URL.search(url):
         return "<" + url.replace("<", "%3C").replace(">", "%3E") + ">"
     return url
 
@@ -88,6 +94,8 @@ def fenced(body: str, lang: str = "") -> str:
 
 def model_links(md: str) -> str:
     """`[Label](pplx://action/model_info?…)` -> `**Label**` (the link only works in the app)."""
+    if "(pplx://action/" not in md:  # nearly always: no template expansion to set up
+        return md
     return _MODEL_LINK.sub(r"**\1**", md)
 
 
@@ -112,7 +120,7 @@ def details(summary: str, body: str) -> str:
 
 def join_blocks(blocks: list[str]) -> str:
     """Non-blank blocks separated by one blank line."""
-    return "\n\n".join(b.strip("\n") for b in blocks if b and b.strip())
+    return "\n\n".join([b.strip("\n") for b in blocks if b and not b.isspace()])
 
 
 def finish(text: str) -> str:
@@ -132,9 +140,16 @@ def summary_text(text: str) -> str:
 
 _NON_WORD = re.compile(r"[\W_]+")
 _LAYOUT_TAG = re.compile(r"</?(?:details|summary|br)>")
+# Every ASCII byte that is not a letter or digit: what `_NON_WORD` removes from ASCII text.
+_ASCII_NON_WORD = bytes(b for b in range(128) if not chr(b).isalnum())
 
 
 def squash(text: str) -> str:
     """Letters and digits only, case-folded, layout tags dropped: for "is this content
     already shown?" checks."""
-    return _NON_WORD.sub("", _LAYOUT_TAG.sub("", text)).casefold()
+    # Dropping characters is a per-character filter, so the ASCII ones can go first in one
+    # C pass (bytes.translate, several times faster than the regex on Markdown, which is
+    # mostly punctuation and spaces); the regex then only sees the non-ASCII rest.
+    kept = _LAYOUT_TAG.sub("", text).encode("utf-8", "surrogatepass")
+    rest = kept.translate(None, _ASCII_NON_WORD).decode("utf-8", "surrogatepass")
+    return rest.lower() if rest.isascii() else _NON_WORD.sub("", rest).casefold()

@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.paths import iter_thread_rels
 from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES, has_live_token
-from pplx_export.archive.render_state import fingerprint, is_fresh, load_state, save_state
+from pplx_export.archive.render_state import (
+    fingerprint,
+    is_fresh,
+    load_state,
+    recorded_file,
+    save_state,
+)
 from pplx_export.archive.report_body import load_report_body
 from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.archive.variants import append_variant_log, warn_variants
@@ -121,11 +127,11 @@ def _read(path: Path, *, optional: bool = False) -> tuple[bytes, tuple[int, int]
         raise ArchiveError(f"{path.name} unreadable: {exc}") from exc
 
 
-def _decode(path: Path, data: bytes) -> Any:
+def _decode(name: str, data: bytes) -> Any:
     try:
         return json.loads(data)
     except ValueError as exc:
-        raise ArchiveError(f"{path.name} unreadable: {exc}") from exc
+        raise ArchiveError(f"{name} unreadable: {exc}") from exc
 
 
 def rerender_thread(
@@ -166,28 +172,36 @@ def _rerender_thread(
 ) -> ThreadOutcome:
     engine = engine or default_engine()
     directory = root / rel
-    doc = _decode(directory / THREAD_JSON, _read(directory / THREAD_JSON)[0])
+    doc = _decode(THREAD_JSON, _read(directory / THREAD_JSON)[0])
     if not isinstance(doc, dict) or not isinstance(doc.get("web_uuid"), str):
         raise ArchiveError("thread.json has no web_uuid")
     plain_bytes, plain_stat = _read(directory / RAW_ENTRIES)
-    plain = _decode(directory / RAW_ENTRIES, plain_bytes)
+    plain = _decode(RAW_ENTRIES, plain_bytes)
     if not isinstance(plain, dict):
         raise ArchiveError(f"{RAW_ENTRIES} is not a JSON object")
     stats = {RAW_ENTRIES: plain_stat}
     blocks_bytes: bytes | None = None
     with contextlib.suppress(FileNotFoundError):  # search threads have no blocks file
         blocks_bytes, stats[RAW_BLOCKS] = _read(directory / RAW_BLOCKS, optional=True)
-    blocks = None if blocks_bytes is None else _decode(directory / RAW_BLOCKS, blocks_bytes)
+    blocks = None if blocks_bytes is None else _decode(RAW_BLOCKS, blocks_bytes)
     if blocks_bytes is not None and not isinstance(blocks, dict):
         raise ArchiveError(f"{RAW_BLOCKS} is not a JSON object")
     # Walking the parsed tree for tokens costs as much as parsing it; a byte scan tells
     # whether there is anything to redact at all (almost never, after the first run).
-    redact = has_live_token(plain_bytes) or (
-        blocks_bytes is not None and has_live_token(blocks_bytes)
-    )
-    known = {RAW_ENTRIES: hashlib.sha256(plain_bytes).hexdigest()}
-    if blocks_bytes is not None:
-        known[RAW_BLOCKS] = hashlib.sha256(blocks_bytes).hexdigest()
+    # A raw file whose size and mtime are still those recorded after the last render is
+    # the file that render left (tokens redacted then): its recorded digest stands, and
+    # there is nothing to scan (the size+mtime trust of `--changed-only`).
+    redact = False
+    known: dict[str, str] = {}
+    for name, data in ((RAW_ENTRIES, plain_bytes), (RAW_BLOCKS, blocks_bytes)):
+        if data is None:
+            continue
+        rec = recorded_file(recorded, name)
+        if rec is not None and rec[:2] == stats[name]:
+            known[name] = rec[2]
+        else:
+            known[name] = hashlib.sha256(data).hexdigest()
+            redact = redact or has_live_token(data)
     del plain_bytes, blocks_bytes
     # Imported here: a --changed-only no-op run never parses, and the parser is not free to import.
     from pplx_export.parse.thread import row_from_thread_json

@@ -1,0 +1,149 @@
+"""Faster render helpers give exactly what their plain definitions give."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pplx_export.render.text import join_blocks, link, model_links, one_line, quote, squash
+
+_NON_WORD = re.compile(r"[\W_]+")
+_LAYOUT_TAG = re.compile(r"</?(?:details|summary|br)>")
+
+
+def _squash_by_definition(text: str) -> str:
+    return _NON_WORD.sub("", _LAYOUT_TAG.sub("", text)).casefold()
+
+
+# Letters, digits, punctuation, layout-tag pieces and awkward Unicode (case folding that
+# expands, combining marks, non-ASCII digits, lone surrogates).
+_PIECES = st.sampled_from(
+    [
+        "a",
+        "Z",
+        "9",
+        "_",
+        "-",
+        " ",
+        "\n",
+        "<",
+        ">",
+        "/",
+        "details",
+        "summary",
+        "br",
+        "é",
+        "ß",
+        "ẞ",
+        "İ",
+        "١",
+        "²",
+        "Ⅷ",
+        "Ａ",
+        "\u0300",
+        "\u200d",
+        "—",
+        "→",
+        "\ud800",
+        "\x00",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES | st.text(max_size=4), max_size=30).map("".join))
+def test_squash_matches_its_definition(text: str) -> None:
+    assert squash(text) == _squash_by_definition(text)
+
+
+def test_squash_every_code_point() -> None:
+    for cp in range(0x110000):
+        ch = chr(cp)
+        assert squash(f"x{ch}<br>Y") == _squash_by_definition(f"x{ch}<br>Y"), hex(cp)
+
+
+def test_squash_examples() -> None:
+    assert squash("**Done** <details><summary>Straße</summary>") == "donestrasse"
+    assert squash("— → ·") == ""
+
+
+def _quote_by_definition(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in text.split("\n"))
+
+
+_LINE_PIECES = st.sampled_from(["\n", " ", ">", "> ", "a", "\r", "\u2028", "\x85", "\x0b", "$"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LINE_PIECES | st.text(max_size=3), max_size=20).map("".join))
+def test_quote_matches_its_definition(text: str) -> None:
+    assert quote(text) == _quote_by_definition(text)
+
+
+def test_quote_examples() -> None:
+    assert quote("") == ">"
+    assert quote("a\n\n b\n") == "> a\n>\n>  b\n>"
+
+
+_LINK_TEXT_SPECIAL = re.compile(r"([\[\]\\])")
+_MODEL_LINK = re.compile(r"\[([^\]]+)\]\(pplx://action/[^)]+\)")
+
+
+def _link_by_definition(name: str, url: str) -> str:
+    text = _LINK_TEXT_SPECIAL.sub(r"\\\1", one_line(name or url))
+    url = url.strip()
+    if any(c in url for c in " ()<>"):
+        url = "<" + url.replace("<", "%3C").replace(">", "%3E") + ">"
+    return f"[{text}]({url})"
+
+
+_MD_PIECES = st.sampled_from(
+    [
+        "[",
+        "]",
+        "\\",
+        "a",
+        " ",
+        "(",
+        ")",
+        "<",
+        ">",
+        "\n",
+        "\x1c",
+        "\x85",
+        "\xa0",
+        "\u3000",
+        "pplx://action/",
+        "(pplx://action/model_info?x)",
+        "[Model]",
+        "\t",
+    ]
+)
+_MD = st.lists(_MD_PIECES | st.text(max_size=3), max_size=12).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_MD, _MD)
+def test_link_matches_its_definition(name: str, url: str) -> None:
+    assert link(name, url) == _link_by_definition(name, url)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_MD)
+def test_model_links_matches_its_definition(md: str) -> None:
+    assert model_links(md) == _MODEL_LINK.sub(r"**\1**", md)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_MD, max_size=5))
+def test_join_blocks_matches_its_definition(blocks: list[str]) -> None:
+    expected = "\n\n".join(b.strip("\n") for b in blocks if b and b.strip())
+    assert join_blocks(blocks) == expected
+
+
+def test_link_and_model_link_examples() -> None:
+    assert link("a [b] \\c", "https://x/(y)") == "[a \\[b\\] \\\\c](<https://x/(y)>)"
+    assert model_links("see [GPT](pplx://action/model_info?id=1)") == "see **GPT**"
+    assert join_blocks(["\nA\n", " \x1c ", "", "B"]) == "A\n\nB"
