@@ -97,11 +97,11 @@ def batch_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @main.command()
 @batch_options
 @common_options
-def batch(opts: RunOptions, **flags: Any) -> None:
+def batch(opts: RunOptions, dry_run: bool, as_json: bool, **filters: Any) -> None:
     """Export new and updated threads from the index (incremental, resumable)."""
-    from pplx_export.sync.batch import run_batch
+    from pplx_export.sync.batch import BatchFilters, run_batch
 
-    run_batch(opts, **flags)
+    run_batch(opts, BatchFilters(**filters), dry_run=dry_run, as_json=as_json)
 
 
 @main.command()

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -52,8 +52,6 @@ log = logging.getLogger(__name__)
 AUTH_FAIL_FAST = 3
 LOCKS_KEY = "archive.locks"
 ERROR_MAX = 300
-
-OpenSession = Callable[["RunOptions"], PerplexityAPI]
 
 
 @dataclass
@@ -188,54 +186,54 @@ def _record_failure(
     log.error("thread %s (%s) failed: %s", item.uuid, item.title, reason)
 
 
-def plan_batch(
-    opts: RunOptions,
-    *,
-    full: bool = False,
-    force: bool = False,
-    limit: int | None = None,
-    mode: str | None = None,
-    since: str | None = None,
-) -> tuple[Plan, BatchState]:
+@dataclass(frozen=True)
+class BatchFilters:
+    """Which index rows a batch considers (`batch` flags; protocol App. A)."""
+
+    full: bool = False
+    force: bool = False
+    limit: int | None = None
+    mode: str | None = None
+    since: str | None = None
+
+
+def plan_batch(opts: RunOptions, filters: BatchFilters) -> tuple[Plan, BatchState]:
     index = load_index(opts.out, opts.account.name)
     if not index.threads:
         log.warning("the index of %s is empty: run `pplx-export index` first", opts.account.name)
     state = BatchState.load(opts.out)
     try:
-        since_dt = parse_since(since) if since else None
+        since = parse_since(filters.since) if filters.since else None
     except ValueError as exc:
         raise UsageError(f"--since: {exc}") from None
     plan = make_plan(
         index.threads,
         state.threads,
-        full=full,
-        force=force,
-        limit=limit,
-        mode=mode,
-        since=since_dt,
+        full=filters.full,
+        force=filters.force,
+        limit=filters.limit,
+        mode=filters.mode,
+        since=since,
     )
     return plan, state
 
 
 def run_batch(
     opts: RunOptions,
+    filters: BatchFilters | None = None,
     *,
-    full: bool = False,
-    force: bool = False,
-    limit: int | None = None,
-    mode: str | None = None,
-    since: str | None = None,
     dry_run: bool = False,
     as_json: bool = False,
     api: PerplexityAPI | None = None,
 ) -> BatchSummary | Plan:
     """Export what the plan says; see the module doc for the failure policy."""
+    filters = filters or BatchFilters()
     if dry_run:
-        plan, _state = plan_batch(opts, full=full, force=force, limit=limit, mode=mode, since=since)
+        plan, _state = plan_batch(opts, filters)
         _print_plan(plan, as_json)
         return plan
     with _locked(opts):
-        plan, state = plan_batch(opts, full=full, force=force, limit=limit, mode=mode, since=since)
+        plan, state = plan_batch(opts, filters)
         summary = BatchSummary(early_stopped=len(plan.early_stopped))
         summary.skipped = sum(1 for item in plan.items if item.kind not in ("new", "updated"))
         if plan.todo:
@@ -359,4 +357,4 @@ def run_sync(
             )
     with open_session(opts) as api, _locked(opts):
         run_index(opts, full=full, api=api)
-        return run_batch(opts, full=full, api=api)
+        return run_batch(opts, BatchFilters(full=full), api=api)
