@@ -31,8 +31,8 @@ from e2e_support import (
 )
 
 from pplx_export.archive.state import check_state_vs_dirs
+from pplx_export.archive.sweep import sweep_temp_files, sweep_unfinished_dirs
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
-from pplx_export.sync.export import sweep_temp_files, sweep_unfinished_dirs
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 

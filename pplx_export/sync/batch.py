@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pplx_export.archive.library_index import INDEX_DIR, load_index
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.state import BatchState
+from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.errors import (
     ApiError,
     ArchiveError,
@@ -37,7 +38,6 @@ from pplx_export.perplexity.session import open_session
 from pplx_export.sync.export import (
     Exporter,
     parse_thread_ref,
-    sweep_temp_files,
     unchanged_since_export,
 )
 from pplx_export.sync.index import IndexResult, update_library_index
