@@ -152,7 +152,7 @@ def report_memory(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--n", type=int, default=2000)
-    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=0, help="0: one per CPU (the default)")
     ap.add_argument("--repeat", type=int, default=3, help="best of R runs (not for 'first')")
     ap.add_argument("--memory-n", type=int, default=0, help="also run N' to compare peak RSS")
     ap.add_argument("--keep", type=Path, default=None, help="generate the archive here, keep it")

@@ -98,3 +98,21 @@ def dumps_indented(value: Any, indent: int) -> str:
     except (TypeError, RecursionError):
         return json.dumps(value, ensure_ascii=False, indent=indent)  # its error, or its text
     return "".join(out)
+
+
+def identical(a: Any, b: Any) -> bool:
+    """True when `a` and `b` dump to the same JSON text: equal, with every dict's keys in the
+    same order (which `==` ignores). `==` runs first, in C; the order walk only after it."""
+    return bool(a == b) and _same_order(a, b)
+
+
+def _same_order(a: Any, b: Any) -> bool:
+    # Equal already, so only the types that `==` blurs remain: key order, and 1 == 1.0 ==
+    # True, which dump differently.
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same_order(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return all(_same_order(x, y) for x, y in zip(a, b, strict=True))
+    return True

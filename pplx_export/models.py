@@ -8,6 +8,7 @@ computed once by the parser and stored here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,4 +210,14 @@ class Conversation:
     raw_blocks: JSON | None = None
     exported_at: str = ""
     warnings: list[str] = field(default_factory=list)
-    drift: SchemaDrift = field(default_factory=SchemaDrift)
+    # Schema drift is counted on first access: nothing rendered or stored shows it (it is
+    # for reports such as `verify`), and counting costs a few percent of a re-render.
+    drift_scan: Callable[[], SchemaDrift] | None = field(default=None, repr=False, compare=False)
+    _drift: SchemaDrift | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def drift(self) -> SchemaDrift:
+        if self._drift is None:
+            self._drift = self.drift_scan() if self.drift_scan is not None else SchemaDrift()
+            self.drift_scan = None  # the scan holds the raw responses and the block walks
+        return self._drift

@@ -33,6 +33,7 @@ from pplx_export.archive.thread_json import (
 )
 from pplx_export.archive.variants import append_variant_log, variant_records, warn_variants
 from pplx_export.errors import ArchiveError
+from pplx_export.jsontext import identical
 from pplx_export.models import JSON, Conversation
 
 log = logging.getLogger(__name__)
@@ -117,13 +118,28 @@ class _Sink:
         if st is not None:
             self.result.stats[rel] = (st.st_size, st.st_mtime_ns)
 
+    def still(self, rel: str, known: tuple[int, int, str]) -> bool:
+        """True (and `rel` counted unchanged, with the recorded digest) when the file is
+        still at the recorded `(size, mtime_ns)`."""
+        st = self._stat(rel)
+        if st is None or (st.st_size, st.st_mtime_ns) != known[:2]:
+            return False
+        self.result.digests[rel] = known[2]
+        self._unchanged(rel, known[:2])
+        return True
+
     def _unchanged(self, rel: str, stat: tuple[int, int]) -> None:
         self.result.unchanged.append(rel)
         self.result.stats[rel] = stat
 
-    def put_derived(self, files: list[tuple[str, bytes]], recorded_stamp: str) -> None:
+    def put_derived(self, files: list[tuple[str, bytes]], recorded_stamp: str) -> bool:
         """Put the derived files; when the stamp of their bytes and on-disk stats equals the
-        one recorded after the last render, every file is known unchanged without a read."""
+        one recorded after the last render, every file is known unchanged without a read.
+
+        The stamp also covers the `(size, mtime_ns)` of `turns/`: a file added to or removed
+        from it changes the directory's mtime. Returns True when the stamp matched, which
+        also means `turns/` holds no file this render did not put.
+        """
         if recorded_stamp:
             rows = []
             for rel, raw in files:
@@ -132,14 +148,19 @@ class _Sink:
                     break
                 rows.append((rel, hashlib.sha256(raw).hexdigest(), st.st_size, st.st_mtime_ns))
             else:
-                if outputs_stamp(rows) == recorded_stamp:
+                if outputs_stamp([*rows, self._turns_row()]) == recorded_stamp:
                     for rel, digest, size, mtime_ns in rows:
                         self.result.digests[rel] = digest
                         self._unchanged(rel, (size, mtime_ns))
                     self.result.outputs_stamp = recorded_stamp
-                    return
+                    return True
         for rel, raw in files:
             self.put(rel, raw, durable=False)
+        return False
+
+    def stamp_outputs(self, files: list[tuple[str, bytes]]) -> None:
+        """Record the stamp of the derived files as they are now (after stale turn files
+        are gone, so the stamp holds the final mtime of `turns/`)."""
         if self.dry_run:
             return
         rows = []
@@ -148,7 +169,11 @@ class _Sink:
             if stat is None:
                 return  # vanished under us: record no stamp, the next run compares bytes
             rows.append((rel, self.result.digests[rel], *stat))
-        self.result.outputs_stamp = outputs_stamp(rows)
+        self.result.outputs_stamp = outputs_stamp([*rows, self._turns_row()])
+
+    def _turns_row(self) -> tuple[str, str, int, int]:
+        st = self._stat("turns")
+        return ("turns/", "", st.st_size, st.st_mtime_ns) if st else ("turns/", "", 0, 0)
 
     def remove(self, rel: str) -> None:
         self.result.removed.append(rel)
@@ -262,15 +287,16 @@ def write_thread(
         derived.append((rel, a.inline_content.encode("utf-8")))
         a.downloaded_to = rel
     derived += [(rel, rendered[rel].encode("utf-8")) for rel in sorted(rendered)]
-    sink.put_derived(derived, recorded_outputs(recorded))
-    try:
-        turn_names = os.listdir(sink.base + "turns")
-    except (FileNotFoundError, NotADirectoryError):
-        turn_names = []
-    for name in sorted(turn_names):
-        rel = f"turns/{name}"
-        if name.startswith("turn_") and name.endswith(".md") and rel not in rendered:
-            sink.remove(rel)
+    if not sink.put_derived(derived, recorded_outputs(recorded)):
+        try:
+            turn_names = os.listdir(sink.base + "turns")
+        except (FileNotFoundError, NotADirectoryError):
+            turn_names = []
+        for name in sorted(turn_names):
+            rel = f"turns/{name}"
+            if name.startswith("turn_") and name.endswith(".md") and rel not in rendered:
+                sink.remove(rel)
+        sink.stamp_outputs(derived)
 
     # 3. Manifest (state: downloads and expiry flags), then thread.json.
     manifest = asset_files.build_manifest(
@@ -291,12 +317,17 @@ def write_thread(
     else:
         exported_at = conv.exported_at or None
     doc = build_thread_json(conv, existing, exported_at=exported_at)
-    sink.put(
-        THREAD_JSON,
-        dump_thread_json(doc),
-        durable=online,
-        known=recorded_file(recorded, THREAD_JSON),
-    )
+    known = recorded_file(recorded, THREAD_JSON)
+    # The file still at its recorded size and mtime is the one the last render wrote (or
+    # found equal), so it holds dump(existing): an identical new document is that text
+    # too, with no need to dump and hash it again.
+    if not (
+        existing is not None
+        and known is not None
+        and identical(doc, existing)
+        and sink.still(THREAD_JSON, known)
+    ):
+        sink.put(THREAD_JSON, dump_thread_json(doc), durable=online, known=known)
 
     # 4. Answer variants: warn on every online fetch, offline only when the list changed.
     records = variant_records(conv.web_uuid, conv.title, conv.answer_variants)

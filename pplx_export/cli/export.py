@@ -41,7 +41,12 @@ def status(opts: RunOptions, as_json: bool) -> None:
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="Only the first N threads.")
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @click.option("--changed-only", is_flag=True, help="Skip threads unchanged since the last render.")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, help="Threads rendered in parallel.")
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Worker processes. Default 0: one per CPU (at most 8), 64 threads or more each.",
+)
 @common_options
 def re_render(
     limit: int | None, dry_run: bool, changed_only: bool, jobs: int, opts: RunOptions

@@ -7,6 +7,7 @@ Conversations from identical raw files. Pure: no I/O, no network, no clock.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from pplx_export.errors import SchemaError
@@ -268,7 +269,7 @@ def parse_thread(
     if info is not None:
         conv.report = Report(info=info, candidates=report_candidates(info, conv.assets))
     conv.interruptions = build_registry(conv.turns, conv.appendix)
-    conv.drift = scan(plain, blocks, decoded, walks)
+    conv.drift_scan = partial(scan, plain, blocks, decoded, walks)
     conv.warnings = warnings
     for line in warnings:
         log.debug("thread %s: %s", uuid, line)

@@ -60,6 +60,13 @@ def default_engine() -> Engine:
     )
 
 
+def preload_engine() -> None:
+    """Import the real parser and renderer now (what `default_engine` defers): a parallel
+    re-render does it once in the parent before forking, or once per spawned worker."""
+    importlib.import_module("pplx_export.parse")
+    importlib.import_module("pplx_export.render")
+
+
 def render_files(
     engine: Engine, conv: Conversation, lang: str, report_body: str | None
 ) -> dict[str, str]:

@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import multiprocessing
 import os
 import sys
 import time
@@ -28,6 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pplx_export.archive.atomic import read_with_stat
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.paths import iter_thread_rels
 from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES, has_live_token
@@ -47,6 +49,7 @@ from pplx_export.models import JSON
 from pplx_export.sync.assemble import (
     Engine,
     default_engine,
+    preload_engine,
     render_files,
 )
 from pplx_export.sync.progress import progress_reporter
@@ -57,6 +60,21 @@ if TYPE_CHECKING:  # the CLI calls us, never the other way round
 log = logging.getLogger(__name__)
 
 STATE_CHECKPOINT = 200  # threads between render_state.json saves
+# `--jobs 0` (the default) runs one worker per available CPU, at most MAX_AUTO_JOBS (past
+# that the disk, not the CPU, is the limit, and every worker holds its own ~30 MiB), and
+# only when each worker gets at least MIN_AUTO_SHARE threads: starting a worker costs about
+# what rendering a few dozen threads does.
+MAX_AUTO_JOBS = 8
+MIN_AUTO_SHARE = 64
+
+
+def auto_jobs(todo: int) -> int:
+    """Workers for `--jobs 0`: one per CPU this process may run on, each with a fair share."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_AUTO_JOBS, todo // MIN_AUTO_SHARE))
 
 
 @dataclass
@@ -116,9 +134,7 @@ def _read(path: Path, *, optional: bool = False) -> tuple[bytes, tuple[int, int]
     """The bytes of `path` and the (size, mtime_ns) of what was read (for the fingerprint).
     A missing file raises FileNotFoundError when `optional`, else ArchiveError."""
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            return fh.read(), (st.st_size, st.st_mtime_ns)
+        return read_with_stat(str(path))
     except FileNotFoundError as exc:
         if optional:
             raise
@@ -269,11 +285,23 @@ def _outcomes(
     engine: Engine | None,
 ) -> Iterator[ThreadOutcome]:
     work = partial(_work, root, lang=lang, dry_run=dry_run, engine=engine)
-    if jobs <= 1 or len(todo) <= 1:
+    jobs = min(jobs, len(todo))
+    if jobs <= 1:
         yield from map(work, todo)
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=_pool_context(), initializer=preload_engine
+    ) as pool:
         yield from pool.map(work, todo, chunksize=max(1, min(32, len(todo) // (jobs * 4))))
+
+
+def _pool_context() -> Any:
+    """Fork where it is safe (Linux): the workers start at once with the parser and renderer
+    the parent has already imported. Elsewhere the platform's default (spawn), where
+    `preload_engine` imports them once per worker instead of on its first thread."""
+    if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
 
 
 def _work(
@@ -295,12 +323,14 @@ def rerender(
     limit: int | None = None,
     dry_run: bool = False,
     changed_only: bool = False,
-    jobs: int = 1,
+    jobs: int = 0,
     engine: Engine | None = None,
     on_progress: Callable[[ThreadOutcome], None] | None = None,
     on_total: Callable[[int], None] | None = None,
 ) -> RerenderSummary:
-    """Re-render every thread under `root` and return the counts (never raises per thread)."""
+    """Re-render every thread under `root` and return the counts (never raises per thread).
+
+    `jobs` worker processes render in parallel; 0 picks `auto_jobs` for the work found."""
     started = time.monotonic()
     root = Path(root)
     engine = engine or default_engine()
@@ -327,6 +357,10 @@ def rerender(
                 on_progress(o)
             continue
         todo.append((rel, state.get(rel)))
+    if jobs == 0:
+        jobs = auto_jobs(len(todo))
+    if jobs > 1 and todo:
+        preload_engine()  # before the fork, so no worker imports them again
     try:
         for o in _outcomes(root, todo, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine):
             summary.add(o)
