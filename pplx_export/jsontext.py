@@ -107,12 +107,19 @@ def identical(a: Any, b: Any) -> bool:
 
 
 def _same_order(a: Any, b: Any) -> bool:
-    # Equal already, so only the types that `==` blurs remain: key order, and 1 == 1.0 ==
-    # True, which dump differently.
-    if type(a) is not type(b):
-        return False
+    # Equal already, so only what `==` blurs is left: dict key order, and 1 == 1.0 == True,
+    # which dump differently.
     if isinstance(a, dict):
-        return list(a) == list(b) and all(_same_order(v, b[k]) for k, v in a.items())
-    if isinstance(a, list):
-        return all(_same_order(x, y) for x, y in zip(a, b, strict=True))
+        if list(a) != list(b):
+            return False
+        pairs: Any = zip(a.values(), b.values(), strict=True)
+    elif isinstance(a, list):
+        pairs = zip(a, b, strict=True)
+    else:
+        return type(a) is type(b)
+    for x, y in pairs:
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, dict | list) and not _same_order(x, y):
+            return False
     return True

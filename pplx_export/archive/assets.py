@@ -9,10 +9,12 @@ links), so it is merged with the one on disk, never blindly replaced.
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from pplx_export.archive.atomic import read_with_stat
 from pplx_export.archive.paths import cap_bytes, safe_stem
 from pplx_export.jsontext import dumps_indented
 from pplx_export.models import JSON, Asset
@@ -63,7 +65,8 @@ def inline_file_names(assets: list[Asset]) -> dict[int, str]:
 
 def load_manifest(thread_dir: Path) -> JSON | None:
     try:
-        doc = json.loads((thread_dir / MANIFEST).read_text(encoding="utf-8"))
+        # os-level read: most threads have no manifest, and re-render asks for every one.
+        doc = json.loads(read_with_stat(os.path.join(thread_dir, MANIFEST))[0])
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None

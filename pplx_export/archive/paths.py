@@ -158,11 +158,14 @@ def _subdirs(path: str) -> list[os.DirEntry[str]]:
         return []
 
 
-def iter_thread_rels(root: Path) -> list[str]:
+def iter_thread_rels(root: Path, *, symlinked: set[str] | None = None) -> list[str]:
     """`⟨account⟩/⟨mode⟩/⟨dir⟩` of every directory with a thread.json or raw_entries.json.
 
     os.scandir and plain strings, not pathlib: this runs over every directory on each
-    (no-op) re-render, where it is most of the cost.
+    (no-op) re-render, where it is most of the cost. With `symlinked`, the directories
+    reached through a symlink (at any of the three levels) are added to it: the others are
+    plainly inside `root` (the listing already knows, at no cost), so writers can skip
+    `ensure_inside`'s checks for them.
     """
     found: list[str] = []
     for account in _subdirs(str(root)):
@@ -175,7 +178,12 @@ def iter_thread_rels(root: Path) -> list[str]:
                 if os.path.isfile(d.path + "/thread.json") or os.path.isfile(
                     d.path + "/raw_entries.json"
                 ):
-                    found.append(f"{account.name}/{mode.name}/{d.name}")
+                    rel = f"{account.name}/{mode.name}/{d.name}"
+                    found.append(rel)
+                    if symlinked is not None and (
+                        account.is_symlink() or mode.is_symlink() or d.is_symlink()
+                    ):
+                        symlinked.add(rel)
     return found
 
 

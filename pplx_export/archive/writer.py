@@ -14,7 +14,7 @@ import hashlib
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -220,6 +220,7 @@ def write_thread(
     source: str,
     report_body: str | None = None,
     dest: Path | None = None,
+    dest_checked: bool = False,
     redact: bool = True,
     log_variants: bool = True,
     dry_run: bool = False,
@@ -238,6 +239,9 @@ def write_thread(
     answer-variant warnings and log lines are emitted here; a parallel re-render passes
     False and does it in the parent from `variant_hits`.
 
+    `dest_checked` says the caller knows `dest` lies plainly inside root (re-render's
+    listing saw no symlink on the way), sparing `ensure_inside`.
+
     Re-render passes what it has already read: `existing_doc` (the thread.json on disk, so it
     is not read twice) and `recorded` (the directory's render_state entry, whose digests let
     unchanged files be recognised without reading them).
@@ -250,7 +254,8 @@ def write_thread(
     if dest is None:
         directory, merged = prepare_thread_dir(root, conv, account_folder, dry_run=dry_run)
     else:
-        directory, merged = ensure_inside(root, Path(dest)), []
+        directory = Path(dest) if dest_checked else ensure_inside(root, Path(dest))
+        merged = []
     result = WriteResult(directory=directory, merged_from=merged)
     # Online, thread.json and the manifest record new state (export stamp, downloads) and
     # are durable; offline only their derived keys change, which a re-render can redo.
@@ -299,13 +304,15 @@ def write_thread(
         sink.stamp_outputs(derived)
 
     # 3. Manifest (state: downloads and expiry flags), then thread.json.
-    manifest = asset_files.build_manifest(
-        conv.assets, directory, asset_files.load_manifest(directory)
-    )
+    old_manifest = asset_files.load_manifest(directory)
+    manifest = asset_files.build_manifest(conv.assets, directory, old_manifest)
     if manifest is not None:
-        sink.put(
+        _put_json(
+            sink,
             asset_files.MANIFEST,
-            asset_files.dump_manifest(manifest),
+            manifest,
+            old_manifest,
+            asset_files.dump_manifest,
             durable=online,
             known=recorded_file(recorded, asset_files.MANIFEST),
         )
@@ -317,17 +324,15 @@ def write_thread(
     else:
         exported_at = conv.exported_at or None
     doc = build_thread_json(conv, existing, exported_at=exported_at)
-    known = recorded_file(recorded, THREAD_JSON)
-    # The file still at its recorded size and mtime is the one the last render wrote (or
-    # found equal), so it holds dump(existing): an identical new document is that text
-    # too, with no need to dump and hash it again.
-    if not (
-        existing is not None
-        and known is not None
-        and identical(doc, existing)
-        and sink.still(THREAD_JSON, known)
-    ):
-        sink.put(THREAD_JSON, dump_thread_json(doc), durable=online, known=known)
+    _put_json(
+        sink,
+        THREAD_JSON,
+        doc,
+        existing,
+        dump_thread_json,
+        durable=online,
+        known=recorded_file(recorded, THREAD_JSON),
+    )
 
     # 4. Answer variants: warn on every online fetch, offline only when the list changed.
     records = variant_records(conv.web_uuid, conv.title, conv.answer_variants)
@@ -338,6 +343,32 @@ def write_thread(
         warn_variants(result.variant_hits)
         append_variant_log(root, records, source=source, now=now)
     return result
+
+
+def _put_json(
+    sink: _Sink,
+    rel: str,
+    doc: JSON,
+    on_disk: JSON | None,
+    dump: Callable[[JSON], str],
+    *,
+    durable: bool,
+    known: tuple[int, int, str] | None,
+) -> None:
+    """Put `dump(doc)`, where `on_disk` is the document parsed from the file now at `rel`.
+
+    A file still at its recorded size and mtime is the one the last render wrote (or found
+    equal), so it holds `dump(on_disk)`; a new document identical to that one is the same
+    text, and is known unchanged without being dumped and hashed again.
+    """
+    if (
+        on_disk is not None
+        and known is not None
+        and identical(doc, on_disk)
+        and sink.still(rel, known)
+    ):
+        return
+    sink.put(rel, dump(doc), durable=durable, known=known)
 
 
 def _write_raw(sink: _Sink, conv: Conversation, *, source: str, redact: bool) -> None:

@@ -39,18 +39,21 @@ def _plan_goals(ctx: Ctx, uuids: set[str], section: str) -> list[str]:
     if not uuids:
         return []
     key = ("plan_entries", section)
-    index: list[tuple[set[str], dict[str, Any]]] | None = ctx.memo.get(key)
+    index: list[tuple[set[str], list[str]]] | None = ctx.memo.get(key)
     if index is None:
-        # Both raw responses' entries of the section with their ids, in order, once per thread.
+        # Both raw responses' entries of the section that have goals, with their ids, in
+        # order, once per thread (most entries have none, so lookups are usually free).
         index = ctx.memo[key] = [
-            ({as_str(entry.get("uuid")), as_str(entry.get("backend_uuid"))}, entry)
+            (ids, goals)
             for raw in (ctx.conv.raw_plain, ctx.conv.raw_blocks)
             for entry in dicts(as_dict(raw).get(section))
+            if (goals := _goals(entry))
+            for ids in [{as_str(entry.get("uuid")), as_str(entry.get("backend_uuid"))}]
         ]
     out: list[str] = []
-    for ids, entry in index:
+    for ids, goals in index:
         if not ids.isdisjoint(uuids):
-            out += [g for g in _goals(entry) if g not in out]
+            out += [g for g in goals if g not in out]
     return out
 
 

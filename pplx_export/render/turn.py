@@ -18,7 +18,15 @@ def turn_answer(turn: Turn) -> str:
 
 
 def answer_md(ctx: Ctx, text: str) -> str:
-    return model_links(norm(text.strip("\n"))) if text.strip() else ctx.labels.none
+    """The answer as shown; conversation.md and the turn file show the same one, and LaTeX
+    normalisation of a long answer is worth doing once (memoised per thread)."""
+    if not text.strip():
+        return ctx.labels.none
+    key = ("answer_md", text)
+    md: str | None = ctx.memo.get(key)
+    if md is None:
+        md = ctx.memo[key] = model_links(norm(text.strip("\n")))
+    return md
 
 
 def turn_heading(ctx: Ctx, turn: Turn, level: str) -> str:

@@ -59,6 +59,8 @@ if TYPE_CHECKING:  # the CLI calls us, never the other way round
 
 log = logging.getLogger(__name__)
 
+# (directory relative to root, its render_state record, reached without a symlink)
+WorkItem = tuple[str, "JSON | None", bool]
 STATE_CHECKPOINT = 200  # threads between render_state.json saves
 # `--jobs 0` (the default) runs one worker per available CPU, at most MAX_AUTO_JOBS (past
 # that the disk, not the CPU, is the limit, and every worker holds its own ~30 MiB), and
@@ -158,15 +160,17 @@ def rerender_thread(
     dry_run: bool = False,
     engine: Engine | None = None,
     recorded: JSON | None = None,
+    plain: bool = False,
 ) -> ThreadOutcome:
     """Re-render one thread directory (`rel` to root). Never raises for a bad thread.
 
     `recorded` is the directory's render_state entry from the last run, if any: its digests
-    spare reading derived files that have not changed since.
+    spare reading derived files that have not changed since. `plain` says the listing found
+    no symlink on the way to the directory (see `iter_thread_rels`).
     """
     try:
         return _rerender_thread(
-            root, rel, lang=lang, dry_run=dry_run, engine=engine, recorded=recorded
+            root, rel, lang=lang, dry_run=dry_run, engine=engine, recorded=recorded, plain=plain
         )
     except (ArchiveError, SchemaError, OSError) as exc:
         return ThreadOutcome(rel, "failed", error=str(exc))
@@ -185,6 +189,7 @@ def _rerender_thread(
     dry_run: bool,
     engine: Engine | None,
     recorded: JSON | None = None,
+    plain: bool = False,
 ) -> ThreadOutcome:
     engine = engine or default_engine()
     directory = root / rel
@@ -247,6 +252,7 @@ def _rerender_thread(
         account_folder=directory.parent.parent.name,
         source="offline",
         dest=directory,
+        dest_checked=plain,
         redact=redact,
         log_variants=False,
         dry_run=dry_run,
@@ -277,7 +283,7 @@ def _rerender_thread(
 
 def _outcomes(
     root: Path,
-    todo: list[tuple[str, JSON | None]],
+    todo: list[WorkItem],
     *,
     lang: str,
     dry_run: bool,
@@ -306,14 +312,16 @@ def _pool_context() -> Any:
 
 def _work(
     root: Path,
-    item: tuple[str, JSON | None],
+    item: WorkItem,
     *,
     lang: str,
     dry_run: bool,
     engine: Engine | None,
 ) -> ThreadOutcome:
-    rel, recorded = item
-    return rerender_thread(root, rel, lang=lang, dry_run=dry_run, engine=engine, recorded=recorded)
+    rel, recorded, plain = item
+    return rerender_thread(
+        root, rel, lang=lang, dry_run=dry_run, engine=engine, recorded=recorded, plain=plain
+    )
 
 
 def rerender(
@@ -335,7 +343,8 @@ def rerender(
     root = Path(root)
     engine = engine or default_engine()
     summary = RerenderSummary(dry_run=dry_run)
-    rels = iter_thread_rels(root)
+    symlinked: set[str] = set()
+    rels = iter_thread_rels(root, symlinked=symlinked)
     if limit is not None:
         rels = rels[:limit]
     state = load_state(root)
@@ -346,7 +355,7 @@ def rerender(
         state = {k: v for k, v in state.items() if k in present}
     if on_total:
         on_total(len(rels))
-    todo: list[tuple[str, JSON | None]] = []
+    todo: list[WorkItem] = []
     dirty = len(state) != before
     prefix = str(root) + os.sep
     for rel in rels:
@@ -356,7 +365,7 @@ def rerender(
             if on_progress:
                 on_progress(o)
             continue
-        todo.append((rel, state.get(rel)))
+        todo.append((rel, state.get(rel), rel not in symlinked))
     if jobs == 0:
         jobs = auto_jobs(len(todo))
     if jobs > 1 and todo:
