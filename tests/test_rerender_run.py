@@ -183,3 +183,23 @@ def test_interrupt_keeps_finished_threads_in_state(archive: Path) -> None:
     assert len(state) == 2 and not [p for p in state if "second" in p]
     s = rerender(archive, engine=FAKE_ENGINE, changed_only=True)
     assert (s.skipped, s.written) == (2, 1)
+
+
+def test_symlinked_thread_dir_leaving_the_root_is_refused(archive: Path, tmp_path: Path) -> None:
+    # The listing follows symlinks, so such a directory is found; the writer must still
+    # refuse it (listed directories skip ensure_inside only when no symlink was seen).
+    src = next(archive.glob("alice/search/*_first_*"))
+    outside = tmp_path / "outside" / src.name
+    shutil.move(src, outside)
+    (archive / "alice" / "search" / src.name).symlink_to(outside)
+    before = snapshot(tmp_path / "outside")
+    s = rerender(archive, engine=FAKE_ENGINE)
+    assert s.failed == 1
+    assert "refusing to write outside the archive" in s.failures[0][1]
+    assert snapshot(tmp_path / "outside") == before
+
+
+def test_symlinked_mode_folder_inside_the_root_is_rendered(archive: Path) -> None:
+    (archive / "alice" / "alias").symlink_to(archive / "alice" / "search")
+    s = rerender(archive, engine=FAKE_ENGINE)
+    assert s.failed == 0 and s.total == 5  # the alias lists the two search threads again

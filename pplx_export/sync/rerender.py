@@ -132,17 +132,18 @@ class RerenderSummary:
         return "re-render: " + ", ".join(parts) + f" in {self.elapsed:.1f}s"
 
 
-def _read(path: Path, *, optional: bool = False) -> tuple[bytes, tuple[int, int]]:
-    """The bytes of `path` and the (size, mtime_ns) of what was read (for the fingerprint).
-    A missing file raises FileNotFoundError when `optional`, else ArchiveError."""
+def _read(base: str, name: str, *, optional: bool = False) -> tuple[bytes, tuple[int, int]]:
+    """The bytes of `base + name` and the (size, mtime_ns) of what was read (for the
+    fingerprint). A missing file raises FileNotFoundError when `optional`, else ArchiveError.
+    Strings, not pathlib: three reads per thread."""
     try:
-        return read_with_stat(str(path))
+        return read_with_stat(base + name)
     except FileNotFoundError as exc:
         if optional:
             raise
-        raise ArchiveError(f"{path.name} missing") from exc
+        raise ArchiveError(f"{name} missing") from exc
     except OSError as exc:
-        raise ArchiveError(f"{path.name} unreadable: {exc}") from exc
+        raise ArchiveError(f"{name} unreadable: {exc}") from exc
 
 
 def _decode(name: str, data: bytes) -> Any:
@@ -160,17 +161,23 @@ def rerender_thread(
     dry_run: bool = False,
     engine: Engine | None = None,
     recorded: JSON | None = None,
-    plain: bool = False,
+    dir_checked: bool = False,
 ) -> ThreadOutcome:
     """Re-render one thread directory (`rel` to root). Never raises for a bad thread.
 
     `recorded` is the directory's render_state entry from the last run, if any: its digests
-    spare reading derived files that have not changed since. `plain` says the listing found
-    no symlink on the way to the directory (see `iter_thread_rels`).
+    spare reading derived files that have not changed since. `dir_checked` says the listing
+    found no symlink on the way to the directory (see `iter_thread_rels`).
     """
     try:
         return _rerender_thread(
-            root, rel, lang=lang, dry_run=dry_run, engine=engine, recorded=recorded, plain=plain
+            root,
+            rel,
+            lang=lang,
+            dry_run=dry_run,
+            engine=engine,
+            recorded=recorded,
+            dir_checked=dir_checked,
         )
     except (ArchiveError, SchemaError, OSError) as exc:
         return ThreadOutcome(rel, "failed", error=str(exc))
@@ -189,21 +196,23 @@ def _rerender_thread(
     dry_run: bool,
     engine: Engine | None,
     recorded: JSON | None = None,
-    plain: bool = False,
+    dir_checked: bool = False,
 ) -> ThreadOutcome:
     engine = engine or default_engine()
     directory = root / rel
-    doc = _decode(THREAD_JSON, _read(directory / THREAD_JSON)[0])
+    account_folder, mode_folder, _ = rel.split("/", 2)
+    base = f"{root}{os.sep}{rel}{os.sep}"
+    doc = _decode(THREAD_JSON, _read(base, THREAD_JSON)[0])
     if not isinstance(doc, dict) or not isinstance(doc.get("web_uuid"), str):
         raise ArchiveError("thread.json has no web_uuid")
-    plain_bytes, plain_stat = _read(directory / RAW_ENTRIES)
+    plain_bytes, plain_stat = _read(base, RAW_ENTRIES)
     plain = _decode(RAW_ENTRIES, plain_bytes)
     if not isinstance(plain, dict):
         raise ArchiveError(f"{RAW_ENTRIES} is not a JSON object")
     stats = {RAW_ENTRIES: plain_stat}
     blocks_bytes: bytes | None = None
     with contextlib.suppress(FileNotFoundError):  # search threads have no blocks file
-        blocks_bytes, stats[RAW_BLOCKS] = _read(directory / RAW_BLOCKS, optional=True)
+        blocks_bytes, stats[RAW_BLOCKS] = _read(base, RAW_BLOCKS, optional=True)
     blocks = None if blocks_bytes is None else _decode(RAW_BLOCKS, blocks_bytes)
     if blocks_bytes is not None and not isinstance(blocks, dict):
         raise ArchiveError(f"{RAW_BLOCKS} is not a JSON object")
@@ -231,7 +240,7 @@ def _rerender_thread(
     conv = engine.parse(
         plain,
         blocks,
-        row_from_thread_json(doc, directory.parent.name),
+        row_from_thread_json(doc, mode_folder),
         web_uuid=web_uuid,
         url=str(doc.get("url") or ""),
         export_via=str(doc.get("export_via") or ""),
@@ -249,10 +258,10 @@ def _rerender_thread(
         root,
         conv,
         rendered,
-        account_folder=directory.parent.parent.name,
+        account_folder=account_folder,
         source="offline",
         dest=directory,
-        dest_checked=plain,
+        dest_checked=dir_checked,
         redact=redact,
         log_variants=False,
         dry_run=dry_run,
@@ -318,9 +327,15 @@ def _work(
     dry_run: bool,
     engine: Engine | None,
 ) -> ThreadOutcome:
-    rel, recorded, plain = item
+    rel, recorded, dir_checked = item
     return rerender_thread(
-        root, rel, lang=lang, dry_run=dry_run, engine=engine, recorded=recorded, plain=plain
+        root,
+        rel,
+        lang=lang,
+        dry_run=dry_run,
+        engine=engine,
+        recorded=recorded,
+        dir_checked=dir_checked,
     )
 
 
