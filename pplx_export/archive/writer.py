@@ -181,6 +181,11 @@ class _Sink:
             (self.directory / rel).unlink(missing_ok=True)
 
 
+def _as_path(p: Path | str) -> Path:
+    # Path(p) parses p again even when it is a Path already; twice per thread adds up.
+    return p if isinstance(p, Path) else Path(p)
+
+
 def _check_rel(rel: str) -> None:
     if rel not in DERIVED_FIXED and not _TURN_FILE.fullmatch(rel):
         raise ArchiveError(f"renderer produced an unexpected file name: {rel!r}")
@@ -250,11 +255,13 @@ def write_thread(
         raise ValueError(f"source must be one of {SOURCES}, not {source!r}")
     for rel in rendered:
         _check_rel(rel)
-    root = Path(root)
+    root = _as_path(root)
     if dest is None:
         directory, merged = prepare_thread_dir(root, conv, account_folder, dry_run=dry_run)
     else:
-        directory = Path(dest) if dest_checked else ensure_inside(root, Path(dest))
+        directory = _as_path(dest)
+        if not dest_checked:
+            ensure_inside(root, directory)
         merged = []
     result = WriteResult(directory=directory, merged_from=merged)
     # Online, thread.json and the manifest record new state (export stamp, downloads) and

@@ -15,6 +15,7 @@ token (archives of the earlier tool) is rewritten once with the token redacted, 
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
 import logging
@@ -304,10 +305,21 @@ def _outcomes(
     if jobs <= 1:
         yield from map(work, todo)
         return
-    with ProcessPoolExecutor(
+    # Frozen objects are left out of the workers' garbage collections, which would otherwise
+    # touch (and so copy) every page they inherited from the parent.
+    gc.freeze()
+    pool = ProcessPoolExecutor(
         max_workers=jobs, mp_context=_pool_context(), initializer=preload_engine
-    ) as pool:
-        yield from pool.map(work, todo, chunksize=max(1, min(32, len(todo) // (jobs * 4))))
+    )
+    try:
+        # Big chunks: every chunk is a round trip through the parent, which shares the CPUs
+        # with the workers; 4 chunks per worker at least, so they finish together.
+        chunk = max(1, min(64, len(todo) // (jobs * 4)))
+        yield from pool.map(work, todo, chunksize=chunk)
+    finally:
+        # On an error or Ctrl-C the chunks no worker has started are dropped, not rendered.
+        pool.shutdown(wait=True, cancel_futures=True)
+        gc.unfreeze()
 
 
 def _pool_context() -> Any:
