@@ -203,13 +203,26 @@ class Shown:
 
     def __init__(self, md: str) -> None:
         self.md = md
-        self.squashed = squash(md)
+        self._squashed: str | None = None
+
+    @property
+    def squashed(self) -> str:
+        # Squashing the whole page is most of a check's cost, and most checks never need it
+        # (see the verbatim test below): done on first need.
+        if self._squashed is None:
+            self._squashed = squash(self.md)
+        return self._squashed
 
     def __contains__(self, text: str) -> bool:
         sq = squash(text)
         if not sq:
             return True
         if len(sq) >= 8:
+            # Verbatim on the page means squashed on the squashed page too: squashing drops
+            # and case-folds characters one by one, except layout tags, which a text without
+            # `<` and `>` cannot straddle (and no 8 squashed characters fit inside one).
+            if "<" not in text and ">" not in text and text in self.md:
+                return True
             return sq in self.squashed
         word = text.strip()
         if word not in self.md:  # a plain substring test first: the regex scans the page

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from pplx_export.parse.lenient import as_list, as_str
@@ -18,6 +19,13 @@ def ts(us: Any) -> str:
     """Display timestamp from microseconds since the epoch; "" when missing or not an int."""
     if not isinstance(us, int) or isinstance(us, bool):
         return ""
+    return _ts(us)
+
+
+@lru_cache(maxsize=1024)
+def _ts(us: int) -> str:
+    # Cached: every turn's time is shown in conversation.md and in its turn file, and
+    # datetime formatting costs more than the rest of a turn heading.
     try:
         return datetime.fromtimestamp(us / 1_000_000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
     except (OverflowError, OSError, ValueError):
