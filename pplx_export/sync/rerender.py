@@ -28,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pplx_export.archive.atomic import read_with_stat
 from pplx_export.archive.lock import archive_lock
@@ -60,6 +60,7 @@ if TYPE_CHECKING:  # the CLI calls us, never the other way round
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 # (directory relative to root, its render_state record, reached without a symlink)
 WorkItem = tuple[str, "JSON | None", bool]
 STATE_CHECKPOINT = 200  # threads between render_state.json saves
@@ -312,14 +313,35 @@ def _outcomes(
         max_workers=jobs, mp_context=_pool_context(), initializer=preload_engine
     )
     try:
-        # Big chunks: every chunk is a round trip through the parent, which shares the CPUs
-        # with the workers; 4 chunks per worker at least, so they finish together.
-        chunk = max(1, min(64, len(todo) // (jobs * 4)))
-        yield from pool.map(work, todo, chunksize=chunk)
+        futures = [pool.submit(_run_chunk, work, c) for c in guided_chunks(todo, jobs)]
+        for future in futures:
+            yield from future.result()
     finally:
         # On an error or Ctrl-C the chunks no worker has started are dropped, not rendered.
         pool.shutdown(wait=True, cancel_futures=True)
         gc.unfreeze()
+
+
+def guided_chunks(items: list[T], jobs: int, *, cap: int = 64, least: int = 4) -> list[list[T]]:
+    """`items` cut into chunks that shrink towards the end ("guided" scheduling).
+
+    Every chunk is a round trip through the parent, which shares the CPUs with the workers:
+    so chunks are big (up to `cap`) while there is plenty left, then shrink with what
+    remains (down to `least`), so the workers finish within a few threads of each other.
+    """
+    chunks: list[list[T]] = []
+    i = 0
+    while i < len(items):
+        size = max(least, min(cap, (len(items) - i) // (jobs * 2)))
+        chunks.append(items[i : i + size])
+        i += size
+    return chunks
+
+
+def _run_chunk(
+    work: Callable[[WorkItem], ThreadOutcome], items: list[WorkItem]
+) -> list[ThreadOutcome]:
+    return [work(item) for item in items]
 
 
 def _pool_context() -> Any:
