@@ -23,6 +23,7 @@ import multiprocessing
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -313,9 +314,9 @@ def _outcomes(
         max_workers=jobs, mp_context=_pool_context(), initializer=preload_engine
     )
     try:
-        futures = [pool.submit(_run_chunk, work, c) for c in guided_chunks(todo, jobs)]
-        for future in futures:
-            yield from future.result()
+        futures = deque(pool.submit(_run_chunk, work, c) for c in guided_chunks(todo, jobs))
+        while futures:  # popped as consumed: a finished chunk's outcomes are not kept
+            yield from futures.popleft().result()
     finally:
         # On an error or Ctrl-C the chunks no worker has started are dropped, not rendered.
         pool.shutdown(wait=True, cancel_futures=True)
