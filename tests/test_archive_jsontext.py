@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pplx_export.jsontext import dumps_indented
+from pplx_export.jsontext import dumps_indented, identical
 
 FIXTURES = Path(__file__).parent / "fixtures" / "archive"
 
@@ -69,3 +69,40 @@ def test_unserialisable_raises_like_json() -> None:
     cyclic.append(cyclic)
     with pytest.raises((ValueError, RecursionError)):
         dumps_indented(cyclic, 1)
+
+
+# `identical` stands in for "these two documents dump to the same text" (the writer skips
+# dumping a thread.json or manifest identical to the one on disk).
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2) | st.text(max_size=2),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3)
+    ),
+    max_leaves=20,
+)
+
+
+def _shuffled(value: Any, seed: int) -> Any:
+    """The same value with every dict's keys reordered (reversed when seed is odd)."""
+    if isinstance(value, dict):
+        items = [(k, _shuffled(v, seed)) for k, v in value.items()]
+        return dict(reversed(items) if seed % 2 else items)
+    if isinstance(value, list):
+        return [_shuffled(v, seed) for v in value]
+    return value
+
+
+@settings(max_examples=400)
+@given(json_values, json_values, st.integers(0, 3))
+def test_identical_means_same_dump(a: Any, b: Any, seed: int) -> None:
+    for x, y in ((a, b), (a, json.loads(json.dumps(a))), (a, _shuffled(a, seed))):
+        same = json.dumps(x, ensure_ascii=False) == json.dumps(y, ensure_ascii=False)
+        assert identical(x, y) == same, (x, y)
+
+
+def test_identical_examples() -> None:
+    assert identical({"a": 1, "b": [1, {"c": None}]}, {"a": 1, "b": [1, {"c": None}]})
+    assert not identical({"a": 1, "b": 2}, {"b": 2, "a": 1})  # equal, other key order
+    assert not identical({"a": [{"x": 1, "y": 2}]}, {"a": [{"y": 2, "x": 1}]})
+    assert not identical([1], [1.0]) and not identical([1], [True]) and not identical(0, False)
+    assert not identical({"a": 1}, {"a": 1, "b": 2})

@@ -7,6 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pplx_export.render.steps import Shown
 from pplx_export.render.text import join_blocks, link, model_links, one_line, quote, squash
 
 _NON_WORD = re.compile(r"[\W_]+")
@@ -147,3 +148,53 @@ def test_link_and_model_link_examples() -> None:
     assert link("a [b] \\c", "https://x/(y)") == "[a \\[b\\] \\\\c](<https://x/(y)>)"
     assert model_links("see [GPT](pplx://action/model_info?id=1)") == "see **GPT**"
     assert join_blocks(["\nA\n", " \x1c ", "", "B"]) == "A\n\nB"
+
+
+def _shown_by_definition(md: str, text: str) -> bool:
+    """The "already on the page?" rule as first written: squash both sides every time."""
+    sq = squash(text)
+    if not sq:
+        return True
+    if len(sq) >= 8:
+        return sq in squash(md)
+    word = text.strip()
+    return re.search(r"(?<!\w)" + re.escape(word) + r"(?!\w)", md) is not None
+
+
+_PAGE_PIECES = st.sampled_from(
+    [
+        "<details>",
+        "</details>",
+        "<summary>",
+        "</summary>",
+        "<br>",
+        "<",
+        ">",
+        "details",
+        "summary",
+        " ",
+        "\n",
+        "**",
+        "Straße",
+        "STRASSE",
+        "Σ",
+        "ς",
+        "abcdefgh",
+        "ABCDEFGH",
+        "tool output 12",
+        "- ",
+        "é",
+        "\u0301",
+    ]
+)
+_PAGE = st.lists(_PAGE_PIECES | st.text(max_size=3), max_size=25).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_PAGE, st.data())
+def test_shown_matches_its_definition(md: str, data: st.DataObject) -> None:
+    # Texts cut from the page itself (the verbatim fast path) and made up ones.
+    start = data.draw(st.integers(0, len(md)))
+    end = data.draw(st.integers(start, len(md)))
+    for text in (md[start:end], data.draw(_PAGE)):
+        assert (text in Shown(md)) == _shown_by_definition(md, text), (md, text)
