@@ -74,13 +74,14 @@ def child(kind: str, root: Path, jobs: int) -> None:
         for path in sorted(root.glob("*/*/*/raw_*.json")):
             with open(path, "rb") as fh:
                 json.load(fh)
-        threads = len(list(root.glob("*/*/*/raw_entries.json")))
+        seconds = time.perf_counter() - started
+        threads = len(list(root.glob("*/*/*/raw_entries.json")))  # not part of the floor
     else:
         summary = rerender(root, changed_only=kind == "noop", jobs=jobs)
+        seconds = time.perf_counter() - started
         if summary.failed:
             raise SystemExit(f"{summary.failed} threads failed: {summary.failures[:3]}")
         threads = summary.total
-    seconds = time.perf_counter() - started
     # ru_maxrss is KiB on Linux (bytes on macOS); children of a --jobs run are included.
     peak = max(
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,

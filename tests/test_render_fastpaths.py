@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from hypothesis import given, settings
@@ -190,7 +191,7 @@ _PAGE_PIECES = st.sampled_from(
 _PAGE = st.lists(_PAGE_PIECES | st.text(max_size=3), max_size=25).map("".join)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=int(os.environ.get("PPLX_SHOWN_EXAMPLES", "500")), deadline=None)
 @given(_PAGE, st.data())
 def test_shown_matches_its_definition(md: str, data: st.DataObject) -> None:
     # Texts cut from the page itself (the verbatim fast path) and made up ones.

@@ -13,7 +13,10 @@ from pplx_export.render.labels import Labels
 MAX_DEPTH = 8
 
 
-@dataclass(frozen=True)
+# Not frozen: a frozen dataclass pays object.__setattr__ per field on every copy, and the
+# renderer makes one per nested block. Treat it as immutable all the same (use the with_*
+# copies); only `memo`, shared by every copy, is meant to be written.
+@dataclass(slots=True)
 class Ctx:
     labels: Labels
     conv: Conversation

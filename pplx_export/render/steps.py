@@ -11,6 +11,7 @@ from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts, first_str
 from pplx_export.render import items as it
 from pplx_export.render.context import Ctx
 from pplx_export.render.text import (
+    LAYOUT_TAGS,
     details,
     fenced,
     join_blocks,
@@ -197,6 +198,11 @@ def content_only(ctx: Ctx) -> Ctx:
     return ctx.content_only()
 
 
+# The layout tags `squash` drops whole, cut at every inner position.
+_TAG_HEADS = tuple(sorted({t[:i] for t in LAYOUT_TAGS for i in range(1, len(t))}))
+_TAG_TAILS = tuple(sorted({t[i:] for t in LAYOUT_TAGS for i in range(1, len(t))}))
+
+
 class Shown:
     """Is a text already on the page? Compared on letters and digits only; short texts must
     appear verbatim as whole words, so "ok" is not hidden by "broken"."""
@@ -219,9 +225,15 @@ class Shown:
             return True
         if len(sq) >= 8:
             # Verbatim on the page means squashed on the squashed page too: squashing drops
-            # and case-folds characters one by one, except layout tags, which a text without
-            # `<` and `>` cannot straddle (and no 8 squashed characters fit inside one).
-            if "<" not in text and ">" not in text and text in self.md:
+            # and case-folds characters one by one, except layout tags, dropped whole; a
+            # tag on the page can only straddle the text's ends if the text starts with the
+            # tail of one or ends with the head of one (and 8 squashed characters do not
+            # fit inside one).
+            if (
+                text in self.md
+                and not text.startswith(_TAG_TAILS)
+                and not text.endswith(_TAG_HEADS)
+            ):
                 return True
             return sq in self.squashed
         word = text.strip()

@@ -147,7 +147,9 @@ def summary_text(text: str) -> str:
 
 
 _NON_WORD = re.compile(r"[\W_]+")
-_LAYOUT_TAG = re.compile(r"</?(?:details|summary|br)>")
+# The layout `squash` drops whole (the renderer's own folding and line-break markup).
+LAYOUT_TAGS = ("<details>", "</details>", "<summary>", "</summary>", "<br>", "</br>")
+_LAYOUT_TAG = re.compile("|".join(re.escape(t) for t in LAYOUT_TAGS))
 # Every ASCII byte that is not a letter or digit: what `_NON_WORD` removes from ASCII text.
 _ASCII_NON_WORD = bytes(b for b in range(128) if not chr(b).isalnum())
 
