@@ -106,6 +106,9 @@ def identical(a: Any, b: Any) -> bool:
     return bool(a == b) and _same_order(a, b)
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _same_order(a: Any, b: Any) -> bool:
     # Equal already, so only what `==` blurs is left: dict key order, and 1 == 1.0 == True,
     # which dump differently.
@@ -118,8 +121,9 @@ def _same_order(a: Any, b: Any) -> bool:
     else:
         return type(a) is type(b)
     for x, y in pairs:
-        if type(x) is not type(y):
+        kind = type(x)
+        if kind is not type(y):
             return False
-        if isinstance(x, dict | list) and not _same_order(x, y):
+        if kind not in _SCALARS and not _same_order(x, y):
             return False
     return True

@@ -10,12 +10,13 @@ Layout: `{"format": 1, "threads": {"⟨account⟩/⟨mode⟩/⟨dir⟩": {"rende
 "files": {"raw_entries.json": [size, mtime_ns, sha256], ...}, "outputs": STAMP}}}`. The file
 is derived state: losing it only costs one full re-render.
 
-`outputs` (optional) is one digest over every derived file the render put (name, sha256,
-size, mtime_ns). A full re-render whose rendered bytes and on-disk stats give the same stamp
-knows every derived file already holds those bytes without reading one (the same size+mtime
-trust as above); any difference falls back to reading and comparing file by file. One
-digest per thread rather than one per file keeps this file, which every `--changed-only`
-run loads, small.
+`outputs` (optional) is one digest over every derived file the render put (name, size,
+mtime_ns, bytes) and the size and mtime of `turns/`. A full re-render whose rendered bytes
+and on-disk stats give the same stamp knows every derived file already holds those bytes
+without reading one (the same size+mtime trust as above), and that `turns/` holds no stale
+file (adding or removing one changes the directory's mtime); any difference falls back to
+reading and comparing file by file. One digest per thread rather than one per file keeps
+this file, which every `--changed-only` run loads, small.
 """
 
 from __future__ import annotations
@@ -99,11 +100,16 @@ def recorded_outputs(entry: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def outputs_stamp(files: list[tuple[str, str, int, int]]) -> str:
-    """One digest over `(rel, sha256, size, mtime_ns)` of every derived file, in order."""
+def outputs_stamp(
+    files: list[tuple[str, bytes]], stats: list[tuple[int, int]], turns: tuple[int, int]
+) -> str:
+    """One digest over every derived file's name, `(size, mtime_ns)` and bytes, in order, and
+    the `(size, mtime_ns)` of the `turns/` directory."""
     h = hashlib.sha256()
-    for rel, digest, size, mtime_ns in files:
-        h.update(f"{rel}\0{digest}\0{size}\0{mtime_ns}\n".encode())
+    for (rel, raw), (size, mtime_ns) in zip(files, stats, strict=True):
+        h.update(f"{rel}\0{size}\0{mtime_ns}\n".encode())
+        h.update(raw)
+    h.update(f"turns/\0{turns[0]}\0{turns[1]}\n".encode())
     return h.hexdigest()
 
 

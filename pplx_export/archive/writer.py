@@ -56,7 +56,8 @@ class WriteResult:
     merged_from: list[Path] = field(default_factory=list)
     variant_hits: list[JSON] = field(default_factory=list)  # records worth a WARNING
     redacted_tokens: int = 0
-    # sha256 of every file put, as it is now on disk: spares the render fingerprint a re-read.
+    # sha256 of the files `put` handled (raw files, thread.json, the manifest), as they are
+    # now on disk: spares the render fingerprint a re-read.
     digests: dict[str, str] = field(default_factory=dict)
     # (size, mtime_ns) of every file put, as it is now on disk (not in a dry run).
     stats: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -141,17 +142,16 @@ class _Sink:
         also means `turns/` holds no file this render did not put.
         """
         if recorded_stamp:
-            rows = []
+            stats = []
             for rel, raw in files:
                 st = self._stat(rel)
                 if st is None or st.st_size != len(raw):
                     break
-                rows.append((rel, hashlib.sha256(raw).hexdigest(), st.st_size, st.st_mtime_ns))
+                stats.append((st.st_size, st.st_mtime_ns))
             else:
-                if outputs_stamp([*rows, self._turns_row()]) == recorded_stamp:
-                    for rel, digest, size, mtime_ns in rows:
-                        self.result.digests[rel] = digest
-                        self._unchanged(rel, (size, mtime_ns))
+                if self._stamp(files, stats) == recorded_stamp:
+                    for (rel, _), stat in zip(files, stats, strict=True):
+                        self._unchanged(rel, stat)
                     self.result.outputs_stamp = recorded_stamp
                     return True
         for rel, raw in files:
@@ -163,17 +163,15 @@ class _Sink:
         are gone, so the stamp holds the final mtime of `turns/`)."""
         if self.dry_run:
             return
-        rows = []
-        for rel, _ in files:
-            stat = self.result.stats.get(rel)
-            if stat is None:
-                return  # vanished under us: record no stamp, the next run compares bytes
-            rows.append((rel, self.result.digests[rel], *stat))
-        self.result.outputs_stamp = outputs_stamp([*rows, self._turns_row()])
+        stats = [self.result.stats.get(rel) for rel, _ in files]
+        if None in stats:
+            return  # vanished under us: record no stamp, the next run compares bytes
+        self.result.outputs_stamp = self._stamp(files, stats)  # type: ignore[arg-type]
 
-    def _turns_row(self) -> tuple[str, str, int, int]:
+    def _stamp(self, files: list[tuple[str, bytes]], stats: list[tuple[int, int]]) -> str:
         st = self._stat("turns")
-        return ("turns/", "", st.st_size, st.st_mtime_ns) if st else ("turns/", "", 0, 0)
+        turns = (st.st_size, st.st_mtime_ns) if st is not None else (0, 0)
+        return outputs_stamp(files, stats, turns)
 
     def remove(self, rel: str) -> None:
         self.result.removed.append(rel)
