@@ -9,7 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pplx_export.render.steps import Shown
-from pplx_export.render.text import join_blocks, link, model_links, one_line, quote, squash
+from pplx_export.render.text import (
+    join_blocks,
+    link,
+    model_links,
+    one_line,
+    quote,
+    squash,
+    squashed_on_page,
+)
 
 _NON_WORD = re.compile(r"[\W_]+")
 _LAYOUT_TAG = re.compile(r"</?(?:details|summary|br)>")
@@ -199,3 +207,13 @@ def test_shown_matches_its_definition(md: str, data: st.DataObject) -> None:
     end = data.draw(st.integers(start, len(md)))
     for text in (md[start:end], data.draw(_PAGE)):
         assert (text in Shown(md)) == _shown_by_definition(md, text), (md, text)
+
+
+@settings(max_examples=int(os.environ.get("PPLX_SHOWN_EXAMPLES", "500")), deadline=None)
+@given(_PAGE, st.data())
+def test_squashed_on_page_is_sufficient(page: str, data: st.DataObject) -> None:
+    start = data.draw(st.integers(0, len(page)))
+    end = data.draw(st.integers(start, len(page)))
+    text = page[start:end]
+    if squashed_on_page(text, squash(text), page):
+        assert squash(text) in squash(page), (page, text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 # `+0000` / `-0530` (no colon) -> `+00:00`; fromisoformat on 3.11 accepts the colon form.
@@ -21,6 +22,13 @@ def parse_iso(value: Any) -> datetime | None:
     """ISO-8601 text -> aware UTC datetime; naive means UTC; anything unparseable -> None."""
     if not isinstance(value, str):
         return None
+    return _parse_iso(value)
+
+
+@lru_cache(maxsize=4096)
+def _parse_iso(value: str) -> datetime | None:
+    # Cached: attribution compares the same few payload times over and over, and datetimes
+    # are immutable.
     text = value.strip()
     if not text or len(text) > 64:
         return None

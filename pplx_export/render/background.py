@@ -21,6 +21,7 @@ from pplx_export.render.text import (
     one_line,
     quote,
     squash,
+    squashed_on_page,
     time_range,
 )
 
@@ -120,6 +121,11 @@ def background_steps(ctx: Ctx, run_id: str, bg_uuid: str = "") -> list[Step]:
     return steps
 
 
+def _shown(text: str, page: str) -> bool:
+    squashed = squash(text)
+    return squashed_on_page(text, squashed, page) or squashed in squash(page)
+
+
 def background_log(ctx: Ctx, wp: dict[str, Any], shown_md: str, bg_uuid: str = "") -> str:
     """Folded step log (and answer) of the run's plain entry, minus what `shown_md` shows."""
     steps = background_steps(ctx, as_str(wp.get("id")), bg_uuid)
@@ -128,7 +134,7 @@ def background_log(ctx: Ctx, wp: dict[str, Any], shown_md: str, bg_uuid: str = "
     extra = novel_steps(ctx, steps, shown_md)
     blocks = [render_steps(ctx, extra)] if extra else []
     answer = _final_answer(steps)
-    if answer.strip() and squash(answer) not in squash(shown_md):
+    if answer.strip() and not _shown(answer, shown_md):
         blocks.append(
             f"**{ctx.labels.conclusion}{ctx.labels.colon}**\n\n"
             + model_links(norm(answer.strip("\n")))

@@ -11,7 +11,7 @@ from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts, first_str
 from pplx_export.render import items as it
 from pplx_export.render.context import Ctx
 from pplx_export.render.text import (
-    LAYOUT_TAGS,
+    SQUASH_SURE,
     details,
     fenced,
     join_blocks,
@@ -19,6 +19,7 @@ from pplx_export.render.text import (
     one_line,
     quote,
     squash,
+    squashed_on_page,
     step_time,
     summary_text,
 )
@@ -198,11 +199,6 @@ def content_only(ctx: Ctx) -> Ctx:
     return ctx.content_only()
 
 
-# The layout tags `squash` drops whole, cut at every inner position.
-_TAG_HEADS = tuple(sorted({t[:i] for t in LAYOUT_TAGS for i in range(1, len(t))}))
-_TAG_TAILS = tuple(sorted({t[i:] for t in LAYOUT_TAGS for i in range(1, len(t))}))
-
-
 class Shown:
     """Is a text already on the page? Compared on letters and digits only; short texts must
     appear verbatim as whole words, so "ok" is not hidden by "broken"."""
@@ -223,19 +219,9 @@ class Shown:
         sq = squash(text)
         if not sq:
             return True
-        if len(sq) >= 8:
-            # Verbatim on the page means squashed on the squashed page too: squashing drops
-            # and case-folds characters one by one, except layout tags, dropped whole; a
-            # tag on the page can only straddle the text's ends if the text starts with the
-            # tail of one or ends with the head of one (and 8 squashed characters do not
-            # fit inside one).
-            if (
-                text in self.md
-                and not text.startswith(_TAG_TAILS)
-                and not text.endswith(_TAG_HEADS)
-            ):
-                return True
-            return sq in self.squashed
+        if len(sq) >= SQUASH_SURE:
+            # Most checks find the text verbatim; the squashed page is made on first need.
+            return squashed_on_page(text, sq, self.md) or sq in self.squashed
         word = text.strip()
         if word not in self.md:  # a plain substring test first: the regex scans the page
             return False

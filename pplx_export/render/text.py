@@ -150,6 +150,10 @@ _NON_WORD = re.compile(r"[\W_]+")
 # The layout `squash` drops whole (the renderer's own folding and line-break markup).
 LAYOUT_TAGS = ("<details>", "</details>", "<summary>", "</summary>", "<br>", "</br>")
 _LAYOUT_TAG = re.compile("|".join(re.escape(t) for t in LAYOUT_TAGS))
+# The layout tags cut at every inner position.
+_TAG_HEADS = tuple(sorted({t[:i] for t in LAYOUT_TAGS for i in range(1, len(t))}))
+_TAG_TAILS = tuple(sorted({t[i:] for t in LAYOUT_TAGS for i in range(1, len(t))}))
+SQUASH_SURE = 8  # squashed characters: more than fit inside a layout tag
 # Every ASCII byte that is not a letter or digit: what `_NON_WORD` removes from ASCII text.
 _ASCII_NON_WORD = bytes(b for b in range(128) if not chr(b).isalnum())
 
@@ -163,3 +167,20 @@ def squash(text: str) -> str:
     kept = _LAYOUT_TAG.sub("", text).encode("utf-8", "surrogatepass")
     rest = kept.translate(None, _ASCII_NON_WORD).decode("utf-8", "surrogatepass")
     return rest.lower() if rest.isascii() else _NON_WORD.sub("", rest).casefold()
+
+
+def squashed_on_page(text: str, squashed: str, page: str) -> bool:
+    """Cheap sufficient test for `squashed in squash(page)`, where `squashed` is
+    `squash(text)` of at least SQUASH_SURE characters: `text` appears on the page verbatim.
+
+    Squashing drops and case-folds characters one by one, except layout tags, dropped whole;
+    a tag on the page can only straddle the text's ends if the text starts with the tail of
+    one or ends with the head of one (and SQUASH_SURE squashed characters do not fit inside
+    one). False means "cannot tell", not "absent".
+    """
+    return (
+        len(squashed) >= SQUASH_SURE
+        and text in page
+        and not text.startswith(_TAG_TAILS)
+        and not text.endswith(_TAG_HEADS)
+    )
