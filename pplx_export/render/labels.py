@@ -13,7 +13,10 @@ from types import MappingProxyType
 from pplx_export.parse import interruptions
 
 
-@dataclass(frozen=True)
+# eq/repr off: generating them for ~90 fields is a third of this module's import time,
+# which every parallel re-render pays before its workers start. Catalogs are compared by
+# identity (there are two).
+@dataclass(frozen=True, eq=False, repr=False)
 class Labels:
     lang: str
     colon: str  # after a bold label

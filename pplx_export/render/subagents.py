@@ -37,7 +37,7 @@ def is_subagent_step(step: dict[str, Any]) -> bool:
     return (
         as_str(step.get("tool_name")) == "run_subagent"
         or as_str(step.get("icon")) == "subagent"
-        or bool(anchor_payloads(step))
+        or any(it.is_anchor(it.workflow_payload(item)) for item in dicts(step.get("items")))
     )
 
 

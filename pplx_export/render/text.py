@@ -164,7 +164,9 @@ def squash(text: str) -> str:
     # Dropping characters is a per-character filter, so the ASCII ones can go first in one
     # C pass (bytes.translate, several times faster than the regex on Markdown, which is
     # mostly punctuation and spaces); the regex then only sees the non-ASCII rest.
-    kept = _LAYOUT_TAG.sub("", text).encode("utf-8", "surrogatepass")
+    if "<" in text:
+        text = _LAYOUT_TAG.sub("", text)
+    kept = text.encode("utf-8", "surrogatepass")
     rest = kept.translate(None, _ASCII_NON_WORD).decode("utf-8", "surrogatepass")
     return rest.lower() if rest.isascii() else _NON_WORD.sub("", rest).casefold()
 
