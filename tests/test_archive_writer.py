@@ -490,3 +490,19 @@ def test_hostile_thread_written_inside_root(title: str, author: str, web_uuid: s
         for p in Path(tmp).rglob("*"):
             assert p.resolve().is_relative_to(real_root)
         assert r.directory.resolve().parent.parent.parent == real_root
+
+
+def test_normalize_downloaded_to(tmp_path: Path) -> None:
+    from pplx_export.archive.assets import FILES_DIR, normalize_downloaded_to
+
+    d = tmp_path / "thread"
+    (d / FILES_DIR).mkdir(parents=True)
+    (d / FILES_DIR / "a.md").write_text("x")
+    assert normalize_downloaded_to(str(d / FILES_DIR / "a.md"), d) == f"{FILES_DIR}/a.md"
+    assert normalize_downloaded_to("/elsewhere/assets/files/a.md", d) == f"{FILES_DIR}/a.md"
+    assert normalize_downloaded_to("/elsewhere/gone.md", d) == "/elsewhere/gone.md"
+    # The relative form stays as it is, file or no file (no stat needed).
+    assert normalize_downloaded_to(f"{FILES_DIR}/a.md", d) == f"{FILES_DIR}/a.md"
+    assert normalize_downloaded_to(f"{FILES_DIR}/gone.md", d) == f"{FILES_DIR}/gone.md"
+    assert normalize_downloaded_to(f"{FILES_DIR}/sub/a.md", d) == f"{FILES_DIR}/a.md"
+    assert normalize_downloaded_to("", d) == ""

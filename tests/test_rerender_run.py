@@ -203,3 +203,15 @@ def test_symlinked_mode_folder_inside_the_root_is_rendered(archive: Path) -> Non
     (archive / "alice" / "alias").symlink_to(archive / "alice" / "search")
     s = rerender(archive, engine=FAKE_ENGINE)
     assert s.failed == 0 and s.total == 5  # the alias lists the two search threads again
+
+
+def test_rendered_dir_that_lost_its_files_is_reported_once(archive: Path) -> None:
+    rerender(archive, engine=FAKE_ENGINE)
+    d = next(archive.glob("alice/search/*_first_*"))
+    for name in ("thread.json", "raw_entries.json"):
+        (d / name).unlink()
+    s = rerender(archive, engine=FAKE_ENGINE)
+    assert s.failed == 1 and s.failures[0] == (str(d.relative_to(archive)), "thread.json missing")
+    # Reported, and forgotten: the directory holds no thread any more.
+    s = rerender(archive, engine=FAKE_ENGINE)
+    assert (s.total, s.failed) == (2, 0)

@@ -97,6 +97,9 @@ def normalize_downloaded_to(downloaded_to: str, thread_dir: Path) -> str:
     """
     if not downloaded_to:
         return ""
+    head, _, rest = downloaded_to.rpartition("/")
+    if head == FILES_DIR and rest not in ("", ".", ".."):
+        return downloaded_to  # already the relative form, whether or not the file is there
     name = Path(downloaded_to).name
     if name and (thread_dir / FILES_DIR / name).is_file():
         return f"{FILES_DIR}/{name}"

@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import stat
+from collections.abc import Container
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -158,14 +159,18 @@ def _subdirs(path: str) -> list[os.DirEntry[str]]:
         return []
 
 
-def iter_thread_rels(root: Path, *, symlinked: set[str] | None = None) -> list[str]:
+def iter_thread_rels(
+    root: Path, *, symlinked: set[str] | None = None, known: Container[str] = ()
+) -> list[str]:
     """`⟨account⟩/⟨mode⟩/⟨dir⟩` of every directory with a thread.json or raw_entries.json.
 
     os.scandir and plain strings, not pathlib: this runs over every directory on each
     (no-op) re-render, where it is most of the cost. With `symlinked`, the directories
     reached through a symlink (at any of the three levels) are added to it: the others are
     plainly inside `root` (the listing already knows, at no cost), so writers can skip
-    `ensure_inside`'s checks for them.
+    `ensure_inside`'s checks for them. Directories in `known` (rendered before) are listed
+    without looking for those files: a thread directory that lost them is then reported by
+    whoever reads it, not silently passed over.
     """
     found: list[str] = []
     for account in _subdirs(str(root)):
@@ -175,10 +180,12 @@ def iter_thread_rels(root: Path, *, symlinked: set[str] | None = None) -> list[s
             for d in _subdirs(mode.path):
                 if not is_thread_dir_name(d.name):
                     continue
-                if os.path.isfile(d.path + "/thread.json") or os.path.isfile(
-                    d.path + "/raw_entries.json"
+                rel = f"{account.name}/{mode.name}/{d.name}"
+                if (
+                    rel in known
+                    or os.path.isfile(d.path + "/thread.json")
+                    or os.path.isfile(d.path + "/raw_entries.json")
                 ):
-                    rel = f"{account.name}/{mode.name}/{d.name}"
                     found.append(rel)
                     if symlinked is not None and (
                         account.is_symlink() or mode.is_symlink() or d.is_symlink()

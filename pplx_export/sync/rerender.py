@@ -393,12 +393,12 @@ def rerender(
     root = Path(root)
     engine = engine or default_engine()
     summary = RerenderSummary(dry_run=dry_run)
-    symlinked: set[str] = set()
-    rels = iter_thread_rels(root, symlinked=symlinked)
-    if limit is not None:
-        rels = rels[:limit]
     state = load_state(root)
     before = len(state)
+    symlinked: set[str] = set()
+    rels = iter_thread_rels(root, symlinked=symlinked, known=state)
+    if limit is not None:
+        rels = rels[:limit]
     if limit is None:
         # Forget directories that no longer exist (merged, deleted by hand).
         present = set(rels)
