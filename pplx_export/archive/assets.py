@@ -64,12 +64,24 @@ def inline_file_names(assets: list[Asset]) -> dict[int, str]:
 
 
 def load_manifest(thread_dir: Path) -> JSON | None:
+    return read_manifest(thread_dir)[0]
+
+
+def read_manifest(thread_dir: Path) -> tuple[JSON | None, tuple[int, int] | None]:
+    """The manifest (None when missing, unreadable or not an object) and the `(size,
+    mtime_ns)` of the file read (None when there is no file)."""
     try:
         # os-level read: most threads have no manifest, and re-render asks for every one.
-        doc = json.loads(read_with_stat(os.path.join(thread_dir, MANIFEST))[0])
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
+        data, stat = read_with_stat(os.path.join(thread_dir, MANIFEST))
+    except FileNotFoundError:
+        return None, None
+    except OSError:
+        return None, (-1, -1)  # there, but unreadable: matches no recorded stat
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return None, stat
+    return (doc if isinstance(doc, dict) else None), stat
 
 
 def _existing_versions(manifest: JSON | None) -> dict[tuple[str, str], tuple[str, JSON]]:

@@ -25,6 +25,7 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +58,12 @@ def fingerprint(
     *,
     stats: dict[str, tuple[int, int]] | None = None,
     outputs: str = "",
+    absent: Container[str] = (),
 ) -> JSON:
     """The record for `thread_dir` now. `known` holds sha256 digests the caller just
     computed from the bytes on disk (the writer's, the raw files it read), to skip re-reads;
     `stats` their `(size, mtime_ns)` as they are now (skips the stat); `outputs` the writer's
-    stamp of the derived files."""
+    stamp of the derived files; `absent` inputs the caller just found missing."""
     files: dict[str, list[Any]] = {}
     known = known or {}
     stats = stats or {}
@@ -69,6 +71,8 @@ def fingerprint(
     for rel in INPUTS:
         digest = known.get(rel)
         stat = stats.get(rel) if digest else None
+        if stat is None and rel in absent:
+            continue
         if stat is None:
             try:
                 st = os.stat(base + rel)

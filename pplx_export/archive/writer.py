@@ -63,6 +63,8 @@ class WriteResult:
     stats: dict[str, tuple[int, int]] = field(default_factory=dict)
     # render_state.outputs_stamp of the derived files (not in a dry run).
     outputs_stamp: str = ""
+    # Inputs the writer found missing (spares the fingerprint a stat).
+    absent: set[str] = field(default_factory=set)
 
     @property
     def changed(self) -> bool:
@@ -119,11 +121,16 @@ class _Sink:
         if st is not None:
             self.result.stats[rel] = (st.st_size, st.st_mtime_ns)
 
-    def still(self, rel: str, known: tuple[int, int, str]) -> bool:
+    def still(
+        self, rel: str, known: tuple[int, int, str], stat: tuple[int, int] | None = None
+    ) -> bool:
         """True (and `rel` counted unchanged, with the recorded digest) when the file is
-        still at the recorded `(size, mtime_ns)`."""
-        st = self._stat(rel)
-        if st is None or (st.st_size, st.st_mtime_ns) != known[:2]:
+        still at the recorded `(size, mtime_ns)`; `stat` is that of the file as just read,
+        if the caller has it (else the file is stat'ed)."""
+        if stat is None:
+            st = self._stat(rel)
+            stat = (st.st_size, st.st_mtime_ns) if st is not None else None
+        if stat != known[:2]:
             return False
         self.result.digests[rel] = known[2]
         self._unchanged(rel, known[:2])
@@ -229,6 +236,7 @@ def write_thread(
     dry_run: bool = False,
     now: datetime | None = None,
     existing_doc: JSON | None = None,
+    existing_stat: tuple[int, int] | None = None,
     recorded: JSON | None = None,
 ) -> WriteResult:
     """Write one thread's directory and return what changed.
@@ -246,8 +254,9 @@ def write_thread(
     listing saw no symlink on the way), sparing `ensure_inside`.
 
     Re-render passes what it has already read: `existing_doc` (the thread.json on disk, so it
-    is not read twice) and `recorded` (the directory's render_state entry, whose digests let
-    unchanged files be recognised without reading them).
+    is not read twice) with `existing_stat`, the `(size, mtime_ns)` it was read at, and
+    `recorded` (the directory's render_state entry, whose digests let unchanged files be
+    recognised without reading them).
     """
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, not {source!r}")
@@ -309,7 +318,7 @@ def write_thread(
         sink.stamp_outputs(derived)
 
     # 3. Manifest (state: downloads and expiry flags), then thread.json.
-    old_manifest = asset_files.load_manifest(directory)
+    old_manifest, manifest_stat = asset_files.read_manifest(directory)
     manifest = asset_files.build_manifest(conv.assets, directory, old_manifest)
     if manifest is not None:
         _put_json(
@@ -320,7 +329,10 @@ def write_thread(
             asset_files.dump_manifest,
             durable=online,
             known=recorded_file(recorded, asset_files.MANIFEST),
+            on_disk_stat=manifest_stat,
         )
+    elif manifest_stat is None:
+        result.absent.add(asset_files.MANIFEST)
     exported_at: str | None
     if source == "online":
         exported_at = conv.exported_at or (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -337,6 +349,7 @@ def write_thread(
         dump_thread_json,
         durable=online,
         known=recorded_file(recorded, THREAD_JSON),
+        on_disk_stat=existing_stat,
     )
 
     # 4. Answer variants: warn on every online fetch, offline only when the list changed.
@@ -359,18 +372,20 @@ def _put_json(
     *,
     durable: bool,
     known: tuple[int, int, str] | None,
+    on_disk_stat: tuple[int, int] | None = None,
 ) -> None:
     """Put `dump(doc)`, where `on_disk` is the document parsed from the file now at `rel`.
 
     A file still at its recorded size and mtime is the one the last render wrote (or found
     equal), so it holds `dump(on_disk)`; a new document identical to that one is the same
-    text, and is known unchanged without being dumped and hashed again.
+    text, and is known unchanged without being dumped and hashed again. `on_disk_stat` is
+    the `(size, mtime_ns)` of the file `on_disk` was read from, when the caller has it.
     """
     if (
         on_disk is not None
         and known is not None
         and identical(doc, on_disk)
-        and sink.still(rel, known)
+        and sink.still(rel, known, on_disk_stat)
     ):
         return
     sink.put(rel, dump(doc), durable=durable, known=known)

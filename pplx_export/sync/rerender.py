@@ -205,7 +205,8 @@ def _rerender_thread(
     directory = root / rel
     account_folder, mode_folder, _ = rel.split("/", 2)
     base = f"{root}{os.sep}{rel}{os.sep}"
-    doc = _decode(THREAD_JSON, _read(base, THREAD_JSON)[0])
+    doc_bytes, doc_stat = _read(base, THREAD_JSON)
+    doc = _decode(THREAD_JSON, doc_bytes)
     if not isinstance(doc, dict) or not isinstance(doc.get("web_uuid"), str):
         raise ArchiveError("thread.json has no web_uuid")
     plain_bytes, plain_stat = _read(base, RAW_ENTRIES)
@@ -269,6 +270,7 @@ def _rerender_thread(
         log_variants=False,
         dry_run=dry_run,
         existing_doc=doc,
+        existing_stat=doc_stat,
         recorded=recorded,
     )
     # A raw file the writer rewrote (token redaction) has its new stat in result.stats.
@@ -289,6 +291,7 @@ def _rerender_thread(
             {**known, **result.digests},
             stats=stats,
             outputs=result.outputs_stamp,
+            absent=result.absent,
         ),
     )
 
