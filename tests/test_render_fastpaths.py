@@ -56,6 +56,8 @@ _PIECES = st.sampled_from(
         "\u200d",
         "—",
         "→",
+        "·",
+        "…",
         "\ud800",
         "\x00",
     ]
@@ -217,3 +219,10 @@ def test_squashed_on_page_is_sufficient(page: str, data: st.DataObject) -> None:
     text = page[start:end]
     if squashed_on_page(text, squash(text), page):
         assert squash(text) in squash(page), (page, text)
+
+
+def test_squash_own_marks_are_non_word() -> None:
+    from pplx_export.render.text import _OWN_MARKS
+
+    assert all(_NON_WORD.fullmatch(mark) for mark in _OWN_MARKS)
+    assert squash("Step 2 · **Run** — 12:00 → 12:05 …é") == "step2run12001205é"

@@ -156,6 +156,8 @@ _TAG_TAILS = tuple(sorted({t[i:] for t in LAYOUT_TAGS for i in range(1, len(t))}
 SQUASH_SURE = 8  # squashed characters: more than fit inside a layout tag
 # Every ASCII byte that is not a letter or digit: what `_NON_WORD` removes from ASCII text.
 _ASCII_NON_WORD = bytes(b for b in range(128) if not chr(b).isalnum())
+# Non-word characters the renderer itself writes into every page (`_NON_WORD` drops them).
+_OWN_MARKS = ("·", "—", "→", "…")
 
 
 def squash(text: str) -> str:
@@ -168,7 +170,14 @@ def squash(text: str) -> str:
         text = _LAYOUT_TAG.sub("", text)
     kept = text.encode("utf-8", "surrogatepass")
     rest = kept.translate(None, _ASCII_NON_WORD).decode("utf-8", "surrogatepass")
-    return rest.lower() if rest.isascii() else _NON_WORD.sub("", rest).casefold()
+    if not rest.isascii():
+        # Mostly the renderer's own separators: dropped in C passes, and the slow
+        # per-character regex only runs if anything non-ASCII is left.
+        for mark in _OWN_MARKS:
+            rest = rest.replace(mark, "")
+        if not rest.isascii():
+            return _NON_WORD.sub("", rest).casefold()
+    return rest.lower()
 
 
 def squashed_on_page(text: str, squashed: str, page: str) -> bool:
