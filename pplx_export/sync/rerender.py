@@ -91,7 +91,7 @@ class ThreadOutcome:
     redacted_tokens: int = 0
     error: str = ""
     variant_hits: list[JSON] = field(default_factory=list)
-    fingerprint: JSON | None = None
+    fingerprint: JSON | None = None  # the new render_state record, when it changed
 
 
 @dataclass
@@ -275,16 +275,9 @@ def _rerender_thread(
     )
     # A raw file the writer rewrote (token redaction) has its new stat in result.stats.
     stats.update(result.stats)
-    return ThreadOutcome(
-        rel,
-        "written" if result.changed else "unchanged",
-        files_written=len(result.written),
-        files_removed=len(result.removed),
-        redacted_tokens=result.redacted_tokens,
-        variant_hits=result.variant_hits,
-        fingerprint=None
-        if dry_run
-        else fingerprint(
+    record = None
+    if not dry_run:
+        record = fingerprint(
             directory,
             engine.version,
             lang,
@@ -292,7 +285,16 @@ def _rerender_thread(
             stats=stats,
             outputs=result.outputs_stamp,
             absent=result.absent,
-        ),
+        )
+    return ThreadOutcome(
+        rel,
+        "written" if result.changed else "unchanged",
+        files_written=len(result.written),
+        files_removed=len(result.removed),
+        redacted_tokens=result.redacted_tokens,
+        variant_hits=result.variant_hits,
+        # Only a record that changed travels back (a worker's outcome is pickled).
+        fingerprint=None if record == recorded else record,
     )
 
 
@@ -429,7 +431,7 @@ def rerender(
             if o.status == "failed":
                 log.error("re-render failed: %s: %s", root / o.rel, o.error)
                 dirty = state.pop(o.rel, None) is not None or dirty
-            elif o.fingerprint is not None and state.get(o.rel) != o.fingerprint:
+            elif o.fingerprint is not None:
                 state[o.rel] = o.fingerprint
                 dirty = True
             if o.variant_hits and not dry_run:
