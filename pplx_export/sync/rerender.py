@@ -21,6 +21,7 @@ import json
 import logging
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from collections import deque
@@ -43,6 +44,7 @@ from pplx_export.archive.render_state import (
     save_state,
 )
 from pplx_export.archive.report_body import load_report_body
+from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.archive.variants import append_variant_log, warn_variants
 from pplx_export.archive.writer import write_thread
@@ -189,6 +191,11 @@ def rerender_thread(
         # reported with its type so it can be fixed, and counted as a failure (exit 4).
         log.debug("re-render of %s crashed", rel, exc_info=True)
         return ThreadOutcome(rel, "failed", error=f"{type(exc).__name__}: {exc}")
+    except BaseException:
+        # Ctrl-C can land between a temp file's creation and the write that cleans it up
+        # on failure: take this thread's debris along before going.
+        sweep_temp_files(root / rel)
+        raise
 
 
 def _rerender_thread(
@@ -316,7 +323,7 @@ def _outcomes(
     # touch (and so copy) every page they inherited from the parent.
     gc.freeze()
     pool = ProcessPoolExecutor(
-        max_workers=jobs, mp_context=_pool_context(), initializer=preload_engine
+        max_workers=jobs, mp_context=_pool_context(), initializer=_init_worker
     )
     try:
         futures = deque(pool.submit(_run_chunk, work, c) for c in guided_chunks(todo, jobs))
@@ -348,6 +355,13 @@ def _run_chunk(
     work: Callable[[WorkItem], ThreadOutcome], items: list[WorkItem]
 ) -> list[ThreadOutcome]:
     return [work(item) for item in items]
+
+
+def _init_worker() -> None:
+    # Ctrl-C reaches the whole process group. The parent handles it: it drops the chunks
+    # not started and waits for the running ones, so no worker dies mid-write.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    preload_engine()
 
 
 def _pool_context() -> Any:
