@@ -215,3 +215,16 @@ def test_rendered_dir_that_lost_its_files_is_reported_once(archive: Path) -> Non
     # Reported, and forgotten: the directory holds no thread any more.
     s = rerender(archive, engine=FAKE_ENGINE)
     assert (s.total, s.failed) == (2, 0)
+
+
+def test_interrupt_mid_thread_leaves_no_temp_file(archive: Path) -> None:
+    # Ctrl-C can land between a temp file's creation and the cleanup that guards it.
+    def render(conv: Conversation, lang: str) -> dict[str, str]:
+        d = next(archive.glob(f"*/*/*_{conv.web_uuid[:8]}"))
+        (d / ".pplx-tmp-torn").write_text("half")
+        raise KeyboardInterrupt
+
+    engine = Engine(FAKE_ENGINE.parse, render, FAKE_ENGINE.render_report, "fake-1")
+    with pytest.raises(KeyboardInterrupt):
+        rerender(archive, engine=engine, jobs=1)
+    assert not list(archive.rglob(".pplx-tmp-*"))
