@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,15 @@ def test_progress_plain_lines_and_quiet(caplog: pytest.LogCaptureFixture) -> Non
     with progress_reporter("re-render", quiet=False, tty=True) as bar:  # rich: just runs
         bar.set_total(2)
         bar.advance()
+
+
+def test_rich_bar_without_refresh_thread_starts_no_thread() -> None:
+    # Re-render forks its workers while the bar is up: no thread may hold a lock then.
+    before = threading.active_count()
+    with progress_reporter("re-render", quiet=False, tty=True, refresh_thread=False) as bar:
+        assert threading.active_count() == before
+        bar.set_total(2)
+        bar.advance()
+        bar.advance()
+    with progress_reporter("re-render", quiet=False, tty=True) as bar:
+        assert threading.active_count() == before + 1  # rich's refresh thread (batch, sync)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
@@ -20,6 +21,7 @@ from rich.progress import (
 
 log = logging.getLogger("pplx_export.progress")
 PLAIN_EVERY = 100
+MANUAL_REFRESH = 0.1  # seconds between redraws without the refresh thread
 
 
 class Reporter(Protocol):
@@ -52,19 +54,29 @@ class _Plain:
 
 
 class _Rich:
-    def __init__(self, progress: Progress, label: str) -> None:
+    def __init__(self, progress: Progress, label: str, *, manual: bool = False) -> None:
         self.progress = progress
         self.task = progress.add_task(label, total=None)
+        self.manual = manual
+        self.shown = 0.0
 
     def set_total(self, total: int) -> None:
         self.progress.update(self.task, total=total)
 
     def advance(self, note: str = "") -> None:
         self.progress.advance(self.task)
+        if self.manual and time.monotonic() - self.shown >= MANUAL_REFRESH:
+            self.shown = time.monotonic()
+            self.progress.refresh()
 
 
 @contextmanager
-def progress_reporter(label: str, *, quiet: bool, tty: bool | None = None) -> Iterator[Reporter]:
+def progress_reporter(
+    label: str, *, quiet: bool, tty: bool | None = None, refresh_thread: bool = True
+) -> Iterator[Reporter]:
+    """`refresh_thread=False` redraws the bar from `advance` instead of from rich's refresh
+    thread: for runs that fork worker processes (a thread holding the terminal's lock at the
+    fork would leave that lock held forever in the child) and advance often anyway."""
     if quiet:
         yield _Silent()
         return
@@ -79,5 +91,6 @@ def progress_reporter(label: str, *, quiet: bool, tty: bool | None = None) -> It
         TimeRemainingColumn(),
         console=Console(stderr=True),
         transient=True,
+        auto_refresh=refresh_thread,
     ) as bar:
-        yield _Rich(bar, label)
+        yield _Rich(bar, label, manual=not refresh_thread)

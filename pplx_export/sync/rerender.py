@@ -470,7 +470,8 @@ def run_rerender_command(
     if not opts.out.is_dir():
         raise UsageError(f"archive root not found: {opts.out}")
     lock = contextlib.nullcontext() if dry_run else archive_lock(opts.out)
-    with lock, progress_reporter("re-render", quiet=opts.quiet) as bar:
+    # No refresh thread: the workers are forked (see progress_reporter).
+    with lock, progress_reporter("re-render", quiet=opts.quiet, refresh_thread=False) as bar:
         summary = rerender(
             opts.out,
             lang=opts.lang,
