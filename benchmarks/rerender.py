@@ -1,6 +1,9 @@
 """Benchmark `re-render` against the floor of just reading every raw file.
 
-    python benchmarks/rerender.py [--n 2000] [--jobs 1] [--memory-n 500] [--keep DIR]
+    python benchmarks/rerender.py [--n 2000] [--jobs 0] [--memory-n 500] [--keep DIR]
+
+`--jobs` is passed to re-render: 0 (its default, as on the command line) runs one worker
+process per CPU when there are enough threads; 1 measures a single process.
 
 Builds an archive of N threads in a temp dir by cloning tests/fixtures/archive (all modes)
 with fresh UUIDs, then times, each in its own process (peak RSS is per process):
@@ -123,9 +126,14 @@ def run(n: int, jobs: int, keep: Path | None, repeat: int) -> dict[str, dict[str
 TARGETS = {"full": 3.0, "noop": 0.3}  # x floor, from the re-render performance issue
 
 
-def report(n: int, results: dict[str, dict[str, float]]) -> None:
+def report(n: int, results: dict[str, dict[str, float]], jobs: int) -> None:
     floor = results["floor"]["seconds"]
-    print(f"N = {n} threads")
+    sys.path.insert(0, str(REPO))
+    from pplx_export.sync.rerender import auto_jobs
+
+    workers = auto_jobs(n) if jobs == 0 else jobs
+    how = "--jobs 0: one per CPU" if jobs == 0 else f"--jobs {jobs}"
+    print(f"N = {n} threads, {workers} process(es) rendering ({how}; the floor is one process)")
     for kind, r in results.items():
         rate = r["threads"] / r["seconds"] if r["seconds"] else float("inf")
         print(
@@ -170,10 +178,10 @@ def main() -> None:
     # would compile the renderer it imports (~15 ms).
     compileall.compile_dir(REPO / "pplx_export", quiet=1)
     results = run(args.n, args.jobs, args.keep, args.repeat)
-    report(args.n, results)
+    report(args.n, results, args.jobs)
     if args.memory_n:
         small = run(args.memory_n, args.jobs, None, args.repeat)
-        report(args.memory_n, small)
+        report(args.memory_n, small, args.jobs)
         report_memory((args.n, results), (args.memory_n, small))
 
 
