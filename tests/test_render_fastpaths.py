@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pplx_export.parse.lenient import decode_json
 from pplx_export.render.steps import Shown
 from pplx_export.render.text import (
     join_blocks,
@@ -226,3 +228,56 @@ def test_squash_own_marks_are_non_word() -> None:
 
     assert all(_NON_WORD.fullmatch(mark) for mark in _OWN_MARKS)
     assert squash("Step 2 · **Run** — 12:00 → 12:05 …é") == "step2run12001205é"
+
+
+def _decode_json_by_definition(value: str) -> object:
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        return None
+
+
+_JSON_PIECES = st.sampled_from(
+    [
+        '{"a": 1}',
+        "[1, 2]",
+        '"s"',
+        "1",
+        "1.5",
+        "-0",
+        "1e400",
+        "NaN",
+        "true",
+        "null",
+        " ",
+        "\n",
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        '"',
+        "\\",
+        "\\u00e9",
+        "x",
+        "[[[[",
+        "]]]]",
+        '{"a":',
+    ]
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(_JSON_PIECES | st.text(max_size=3), max_size=8).map("".join)
+    | st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner),
+        max_leaves=10,
+    ).map(json.dumps)
+)
+def test_decode_json_matches_json_loads(value: str) -> None:
+    got, want = decode_json(value), _decode_json_by_definition(value)
+    assert json.dumps(got) == json.dumps(want), value  # NaN-safe comparison
+    assert decode_json("[" * 100_000) is None  # too deep: None, not a crash

@@ -73,11 +73,22 @@ def optional_int(value: Any) -> int | None:
     return None
 
 
+# json.loads without its Python layers (a whitespace regex on each side, two calls): the C
+# scanner decodes a value that starts at 0 and ends at the end, which is what payloads hold.
+_scan_once = json.decoder.JSONDecoder().scan_once
+
+
 def decode_json(value: Any) -> Any:
     """JSON-in-string fields: dict/list pass through, a string is json.loads'ed, else None."""
     if isinstance(value, dict | list):
         return value
     if isinstance(value, str):
+        try:
+            decoded, end = _scan_once(value, 0)
+            if end == len(value):
+                return decoded
+        except (StopIteration, ValueError, RecursionError):
+            pass  # leading blanks, or not JSON: json.loads decides, as it always did
         try:
             return json.loads(value)
         except (ValueError, RecursionError):
