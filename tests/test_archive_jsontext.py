@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pplx_export.jsontext import dumps_indented, identical
+from pplx_export.jsontext import dumps_indented, identical, loads
 
 FIXTURES = Path(__file__).parent / "fixtures" / "archive"
 
@@ -106,3 +106,28 @@ def test_identical_examples() -> None:
     assert not identical({"a": [{"x": 1, "y": 2}]}, {"a": [{"y": 2, "x": 1}]})
     assert not identical([1], [1.0]) and not identical([1], [True]) and not identical(0, False)
     assert not identical({"a": 1}, {"a": 1, "b": 2})
+
+
+def _outcome(fn: Any, data: Any) -> tuple[str, str]:
+    try:
+        return "ok", json.dumps(fn(data))  # NaN-safe comparison
+    except (ValueError, RecursionError) as exc:
+        return "error", type(exc).__name__
+
+
+_DOCS = st.lists(
+    st.sampled_from(['{"a": [1, 2.5, null]}', " ", "\n", "1", '"é"', "]", "{", "NaN", "x", ","])
+    | st.text(max_size=3),
+    max_size=6,
+).map("".join)
+
+
+@settings(max_examples=500)
+@given(_DOCS, st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-32-le"]))
+def test_loads_is_json_loads(text: str, encoding: str) -> None:
+    assert _outcome(loads, text) == _outcome(json.loads, text)
+    try:
+        data = text.encode(encoding)
+    except UnicodeEncodeError:
+        return
+    assert _outcome(loads, data) == _outcome(json.loads, data)

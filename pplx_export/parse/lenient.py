@@ -6,8 +6,9 @@ odd field degrades only itself. Render code walking raw workflow dicts uses thes
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from pplx_export.jsontext import loads
 
 
 def as_dict(value: Any) -> dict[str, Any]:
@@ -73,24 +74,13 @@ def optional_int(value: Any) -> int | None:
     return None
 
 
-# json.loads without its Python layers (a whitespace regex on each side, two calls): the C
-# scanner decodes a value that starts at 0 and ends at the end, which is what payloads hold.
-_scan_once = json.decoder.JSONDecoder().scan_once
-
-
 def decode_json(value: Any) -> Any:
     """JSON-in-string fields: dict/list pass through, a string is json.loads'ed, else None."""
     if isinstance(value, dict | list):
         return value
     if isinstance(value, str):
         try:
-            decoded, end = _scan_once(value, 0)
-            if end == len(value):
-                return decoded
-        except (StopIteration, ValueError, RecursionError):
-            pass  # leading blanks, or not JSON: json.loads decides, as it always did
-        try:
-            return json.loads(value)
+            return loads(value)
         except (ValueError, RecursionError):
             return None
     return None

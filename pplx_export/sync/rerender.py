@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-import json
 import logging
 import multiprocessing
 import os
@@ -49,6 +48,7 @@ from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.archive.variants import append_variant_log, warn_variants
 from pplx_export.archive.writer import write_thread
 from pplx_export.errors import ArchiveError, SchemaError, ThreadsFailed, UsageError
+from pplx_export.jsontext import loads
 from pplx_export.models import JSON
 from pplx_export.sync.assemble import (
     Engine,
@@ -153,7 +153,7 @@ def _read(base: str, name: str, *, optional: bool = False) -> tuple[bytes, tuple
 
 def _decode(name: str, data: bytes) -> Any:
     try:
-        return json.loads(data)
+        return loads(data)
     except ValueError as exc:
         raise ArchiveError(f"{name} unreadable: {exc}") from exc
 
