@@ -373,24 +373,10 @@ def _pool_context() -> Any:
     return multiprocessing.get_context()
 
 
-def _work(
-    root: Path,
-    item: WorkItem,
-    *,
-    lang: str,
-    dry_run: bool,
-    engine: Engine | None,
-) -> ThreadOutcome:
+def _work(root: Path, item: WorkItem, **options: Any) -> ThreadOutcome:
+    """`rerender_thread` for one work item; `options` are lang, dry_run and engine."""
     rel, recorded, dir_checked = item
-    return rerender_thread(
-        root,
-        rel,
-        lang=lang,
-        dry_run=dry_run,
-        engine=engine,
-        recorded=recorded,
-        dir_checked=dir_checked,
-    )
+    return rerender_thread(root, rel, recorded=recorded, dir_checked=dir_checked, **options)
 
 
 def rerender(
