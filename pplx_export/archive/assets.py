@@ -8,7 +8,6 @@ links), so it is merged with the one on disk, never blindly replaced.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import defaultdict
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 from pplx_export.archive.atomic import read_with_stat
 from pplx_export.archive.paths import cap_bytes, safe_stem
-from pplx_export.jsontext import dumps_indented
+from pplx_export.jsontext import dumps_indented, loads
 from pplx_export.models import JSON, Asset
 from pplx_export.parse.lenient import lenient_int
 
@@ -78,8 +77,8 @@ def read_manifest(thread_dir: Path) -> tuple[JSON | None, tuple[int, int] | None
     except OSError:
         return None, (-1, -1)  # there, but unreadable: matches no recorded stat
     try:
-        doc = json.loads(data)
-    except ValueError:
+        doc = loads(data)
+    except (ValueError, RecursionError):
         return None, stat
     return (doc if isinstance(doc, dict) else None), stat
 
