@@ -18,9 +18,9 @@ import tomlkit
 from tomlkit.exceptions import ParseError
 from tomlkit.toml_document import TOMLDocument
 
-from pplx_export.archive.atomic import atomic_write_text
 from pplx_export.errors import ConfigError
 from pplx_export.models import Account
+from pplx_export.util.atomic import atomic_write_text
 
 ENV_CONFIG = "PPLX_EXPORT_CONFIG"
 APP_NAME = "pplx-export"

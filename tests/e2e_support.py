@@ -19,13 +19,13 @@ from typing import Any
 
 import httpx
 from click.testing import CliRunner, Result
-from emulator_support import fetch_pages
 
 from pplx_export.archive.raw import redact_tokens
 from pplx_export.archive.state import state_path
 from pplx_export.cli.export import main
 from pplx_export.emulator import RunningEmulator
 from pplx_export.perplexity.thread import merge_pages
+from tests.emulator_support import fetch_pages
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "archive"

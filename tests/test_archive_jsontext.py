@@ -1,4 +1,4 @@
-"""pplx_export.jsontext must reproduce json.dumps(indent=n, ensure_ascii=False) exactly."""
+"""pplx_export.util.jsontext must reproduce json.dumps(indent=n, ensure_ascii=False) exactly."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pplx_export.jsontext import dumps_indented, identical, loads
+from pplx_export.util.jsontext import dumps_indented, identical, loads
 
 FIXTURES = Path(__file__).parent / "fixtures" / "archive"
 

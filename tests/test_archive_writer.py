@@ -7,12 +7,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from archive_fakes import snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pplx_export.archive import atomic
-from pplx_export.archive.atomic import TEMP_PREFIX
 from pplx_export.archive.raw import redact_tokens
 from pplx_export.archive.writer import REPORT_SOURCE, write_thread
 from pplx_export.errors import ArchiveError
@@ -25,6 +22,8 @@ from pplx_export.models import (
     Space,
     Turn,
 )
+from pplx_export.util.atomic import TEMP_PREFIX
+from tests.archive_fakes import snapshot
 
 UUID = "c0ffee00-1111-4222-8333-444455556666"
 NOW = __import__("datetime").datetime(2031, 5, 6, 7, 8, 9, tzinfo=__import__("datetime").UTC)
@@ -242,7 +241,7 @@ def test_report_body_is_kept_raw(tmp_path: Path) -> None:
 
 
 def test_no_temp_files_after_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = atomic.os.replace
+    real = os.replace
     calls = {"n": 0}
 
     def failing(src: str, dst: str) -> None:
@@ -251,7 +250,7 @@ def test_no_temp_files_after_failure(tmp_path: Path, monkeypatch: pytest.MonkeyP
             raise OSError(28, "No space left on device")
         real(src, dst)
 
-    monkeypatch.setattr(atomic.os, "replace", failing)
+    monkeypatch.setattr(os, "replace", failing)
     with pytest.raises(OSError):
         write(tmp_path, conv())
     monkeypatch.undo()

@@ -18,7 +18,11 @@ import time
 from pathlib import Path
 
 import pytest
-from e2e_support import (
+
+from pplx_export.archive.state import check_state_vs_dirs
+from pplx_export.archive.sweep import sweep_temp_files, sweep_unfinished_dirs
+from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
+from tests.e2e_support import (
     E2E,
     FIXTURES,
     fixture_threads,
@@ -29,10 +33,6 @@ from e2e_support import (
     thread_uuid,
     unparseable_json,
 )
-
-from pplx_export.archive.state import check_state_vs_dirs
-from pplx_export.archive.sweep import sweep_temp_files, sweep_unfinished_dirs
-from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 

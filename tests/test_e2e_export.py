@@ -11,7 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_support import (
+
+from pplx_export.archive.state import check_state_vs_dirs
+from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
+from pplx_export.models import MODES
+from pplx_export.sync.demo import run_demo
+from tests.e2e_support import (
     E2E,
     FIDELITY,
     FIXTURES,
@@ -26,11 +31,6 @@ from e2e_support import (
     thread_uuid,
     unparseable_json,
 )
-
-from pplx_export.archive.state import check_state_vs_dirs
-from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
-from pplx_export.models import MODES
-from pplx_export.sync.demo import run_demo
 
 COMPUTER_UUID = "cb11e506-373b-5e2d-9156-c7629f699010"  # Audit the nginx config (computer)
 SEARCH_UUID = "24a76805-90eb-5b12-a5e0-d0288d7ceae3"  # How do Rust lifetimes work (search)

@@ -8,7 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import (
+
+from pplx_export.archive.library_index import load_index
+from pplx_export.archive.state import check_state_vs_dirs
+from pplx_export.emulator import DEFAULT_EMAIL, routes, run_emulator
+from tests.e2e_support import (
     E2E,
     FIXTURES,
     GRAPHQL_ENDPOINT,
@@ -22,10 +26,6 @@ from e2e_support import (
     thread_uuid,
     unparseable_json,
 )
-
-from pplx_export.archive.library_index import load_index
-from pplx_export.archive.state import check_state_vs_dirs
-from pplx_export.emulator import DEFAULT_EMAIL, routes, run_emulator
 
 FAULTS = "429=0.2,500=0.1,drop=0.05,truncate=0.05,challenge=0.02,retry_after=0"
 # One faultable request fails with probability 1 - 0.8*0.9*0.95*0.95*0.98 = 0.363, so a
@@ -272,7 +272,7 @@ def test_an_unexpected_error_in_one_thread_is_recorded_and_the_batch_goes_on(
     from pplx_export.sync import export as export_mod
 
     victim = "1a8f1da8-8aa6-52aa-8eeb-ae2a4072541d"
-    original = export_mod.needs_blocks
+    original = export_mod.needs_blocks  # type: ignore[attr-defined]  # patched where it is used
 
     def exploding(plain: dict[str, Any], *args: Any, **kwargs: Any) -> bool:
         entries = plain.get("entries") or []

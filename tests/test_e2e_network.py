@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_support import (
+
+from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
+from tests.e2e_support import (
     E2E,
     FIXTURES,
     GRAPHQL_ENDPOINT,
@@ -16,8 +18,6 @@ from e2e_support import (
     fixture_threads,
     thread_dirs,
 )
-
-from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 
 SEARCH_UUID = "24a76805-90eb-5b12-a5e0-d0288d7ceae3"  # search: plain only
 COMPUTER_UUID = "c0b720ca-5034-5675-b730-44eca9d66db2"  # computer: plain + schematized

@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 import pytest
-from emulator_support import client, fetch_pages, graphql_all, parse_sse, thread_url
 
 from pplx_export.emulator import RunningEmulator, run_emulator
+from tests.emulator_support import client, fetch_pages, graphql_all, parse_sse, thread_url
 
 
 def ask(http: httpx.Client, query: str, **params: Any) -> list[dict[str, Any]]:

@@ -10,10 +10,10 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from emulator_support import STD, client, fetch_pages, sample_uuid
 
 from pplx_export.emulator import RunningEmulator, run_emulator
-from pplx_export.emulator.sample_shapes import uid
+from tests.emulator_support import STD, client, fetch_pages, sample_uuid
+from tools.sample_shapes import uid
 
 
 @pytest.fixture(scope="module")

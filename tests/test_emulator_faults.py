@@ -6,9 +6,9 @@ import json
 
 import httpx
 import pytest
-from emulator_support import STD, client, graphql_page, rest_all, sample_uuid, thread_url
 
 from pplx_export.emulator import FaultSpecError, parse_faults, run_emulator
+from tests.emulator_support import STD, client, graphql_page, rest_all, sample_uuid, thread_url
 
 
 def test_parse_full_spec() -> None:

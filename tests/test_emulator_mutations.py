@@ -8,9 +8,16 @@ from pathlib import Path
 
 import httpx
 import pytest
-from emulator_support import client, fetch_pages, graphql_all, rest_all, sample_uuid, thread_url
 
 from pplx_export.emulator import SAMPLE_DIR, run_emulator
+from tests.emulator_support import (
+    client,
+    fetch_pages,
+    graphql_all,
+    rest_all,
+    sample_uuid,
+    thread_url,
+)
 
 
 def tree_digest(root: Path) -> dict[str, str]:

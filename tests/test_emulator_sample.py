@@ -11,12 +11,12 @@ from typing import Any
 
 import httpx
 import pytest
-from emulator_support import client, fetch_pages, graphql_all, rest_all, sample_uuid
 
 from pplx_export.emulator import SAMPLE_DIR, Library, run_emulator
 from pplx_export.emulator.assets import first_url, iter_assets
-from pplx_export.emulator.sample_builder import build
 from pplx_export.parse.interruptions import classify
+from tests.emulator_support import client, fetch_pages, graphql_all, rest_all, sample_uuid
+from tools.sample_builder import build
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "archive"
 if not CORPUS.is_dir():
@@ -55,7 +55,7 @@ def test_sample_is_current_with_its_builder(tmp_path: Path) -> None:
     shipped = {p.relative_to(SAMPLE_DIR): p.read_bytes() for p in SAMPLE_DIR.rglob("*.json")}
     fresh_root = tmp_path / "fresh"
     fresh = {p.relative_to(fresh_root): p.read_bytes() for p in fresh_root.rglob("*.json")}
-    assert shipped == fresh, "run: python -m pplx_export.emulator.sample_builder"
+    assert shipped == fresh, "run: python -m tools.sample_builder"
 
 
 def test_sample_covers_every_mode_and_two_spaces(library: Library) -> None:

@@ -7,16 +7,6 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from emulator_support import (
-    STD,
-    client,
-    fetch_pages,
-    graphql_all,
-    graphql_page,
-    rest_all,
-    sample_uuid,
-    thread_url,
-)
 
 from pplx_export.emulator import (
     DEFAULT_EMAIL,
@@ -25,6 +15,16 @@ from pplx_export.emulator import (
     SESSION_COOKIE,
     RunningEmulator,
     run_emulator,
+)
+from tests.emulator_support import (
+    STD,
+    client,
+    fetch_pages,
+    graphql_all,
+    graphql_page,
+    rest_all,
+    sample_uuid,
+    thread_url,
 )
 
 

@@ -11,7 +11,7 @@ from pplx_export.parse import final_asset_name, resolve_ext, safe_stem
 from pplx_export.parse.assets import collect_assets, dest_name, report_candidates
 
 
-def entries(*assets: dict[str, Any], plan_assets: list[Any] | None = None) -> list[dict[str, Any]]:
+def entries(*assets: Any, plan_assets: list[Any] | None = None) -> list[dict[str, Any]]:
     blocks: list[Any] = [
         {"intended_usage": "unified_assets", "unified_assets_block": {"assets": list(assets)}}
     ]
@@ -19,7 +19,7 @@ def entries(*assets: dict[str, Any], plan_assets: list[Any] | None = None) -> li
         blocks.append(
             {"intended_usage": "plan", "plan_block": {"steps": [{"assets": plan_assets}, "junk"]}}
         )
-    return [{"uuid": "e", "blocks": blocks}, "junk"]
+    return [{"uuid": "e", "blocks": blocks}, "junk"]  # type: ignore[list-item]  # junk on purpose
 
 
 def test_discovery_urls_filenames_and_types() -> None:

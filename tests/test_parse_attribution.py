@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from pplx_export.parse import parse_thread
 from pplx_export.parse.attribution import anchored_ids
-from pplx_export.parse.timeutil import parse_iso
+from pplx_export.util.timefmt import parse_iso
 
 T0 = datetime(2035, 12, 26, 0, 0, 0, tzinfo=UTC)
 
@@ -59,7 +59,8 @@ def thread(
     bgs: list[dict[str, Any]],
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """turns: (uuid, created_us, is_stub_trigger); main_payloads: uuid -> anchored payloads."""
-    plain_entries, sch_entries = [], []
+    plain_entries: list[dict[str, Any]] = []
+    sch_entries: list[dict[str, Any]] = []
     for uuid, created, stub in turns:
         trigger = "subagent_result" if stub else None
         plain_entries.append(

@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from pplx_export.parse import parse_thread
 from pplx_export.parse.drift import KNOWN_ITEM_TYPES, scan
 from pplx_export.parse.steps import KNOWN_STEP_TYPES
@@ -26,8 +28,8 @@ def test_fixtures_cover_every_step_and_item_type() -> None:
         blocks = conv.raw_blocks or {}
         for entry in blocks.get("entries", []) + blocks.get("background_entries", []):
             for wf in workflow_blocks(entry):
-                for step in iter_steps(wf):
-                    item_types.update(i.get("type") for i in step.get("items", []))
+                for raw_step in iter_steps(wf):
+                    item_types.update(i.get("type") for i in raw_step.get("items", []))
     assert step_types == KNOWN_STEP_TYPES | {"READ"}
     assert item_types == KNOWN_ITEM_TYPES
 
@@ -81,11 +83,16 @@ def test_drift_counts_unknown_vocabulary_and_keeps_the_content() -> None:
     assert conv.turns[0].wf_block is wf  # raw dict kept as-is
 
 
-def test_parse_package_is_pure() -> None:
-    package = Path(__file__).resolve().parents[1] / "pplx_export" / "parse"
+@pytest.mark.parametrize("package", ["parse", "render"])
+def test_package_is_pure(package: str) -> None:
+    """No file, clock, process or network access in the pure stages (imports are checked by
+    the import-linter contract in pyproject.toml)."""
+    root = Path(__file__).resolve().parents[1] / "pplx_export" / package
     forbidden = re.compile(
         r"\bopen\(|\bpathlib\b|\bimport os\b|\bsocket\b|\bhttpx\b"
-        r"|\.now\(|\btime\.time\b|\bsubprocess\b"
+        r"|\.now\(|\btime\.time\b|\bsubprocess\b|\bsys\.std(?:out|err)\b"
     )
-    for source in package.glob("*.py"):
+    sources = sorted(root.rglob("*.py"))
+    assert sources
+    for source in sources:
         assert not forbidden.search(source.read_text(encoding="utf-8")), source.name

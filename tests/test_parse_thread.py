@@ -101,12 +101,11 @@ def test_title_psc_author_and_dates() -> None:
 def test_space_from_row_either_shape_or_collection_info_without_row() -> None:
     space = {"uuid": "s1", "title": "Space", "slug": "space-1", "emoji": "x"}
     p = plain(ent("a", 1, collection_info={"uuid": "c1", "title": "Info", "slug": "info"}))
-    assert parse_thread(p, None, {"space": space}).space.to_json() == {
-        "uuid": "s1",
-        "title": "Space",
-        "slug": "space-1",
-    }  # type: ignore[union-attr]
-    assert parse_thread(p, None, {"collection": space}).space.slug == "space-1"  # type: ignore[union-attr]
+    first = parse_thread(p, None, {"space": space}).space
+    assert first is not None
+    assert first.to_json() == {"uuid": "s1", "title": "Space", "slug": "space-1"}
+    second = parse_thread(p, None, {"collection": space}).space
+    assert second is not None and second.slug == "space-1"
     assert parse_thread(p, None, {"space": None}).space is None  # a row says: no space
     assert parse_thread(p).space.slug == "info"  # type: ignore[union-attr]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pplx_export.parse.timeutil import from_us, parse_iso, us_to_iso
+from pplx_export.util.timefmt import from_us, parse_iso, us_to_iso
 
 REF = datetime(2035, 12, 25, 23, 59, 59, 500000, tzinfo=UTC)
 

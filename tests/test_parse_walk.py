@@ -42,7 +42,7 @@ def test_walk_agrees_with_the_step_helpers() -> None:
 
 
 def test_nested_steps_follow_their_step_and_cycles_stop() -> None:
-    inner = {"id": "p1", "steps": [{"id": "inner"}]}
+    inner: dict[str, Any] = {"id": "p1", "steps": [{"id": "inner"}]}
     step = {"id": "outer", "items": [{"payload": {"workflow_payload": inner}}, "junk"]}
     inner["steps"].append({"id": "loop", "items": [{"payload": {"workflow_payload": inner}}]})
     walked = walk({"steps": [step, {"id": "last"}]})

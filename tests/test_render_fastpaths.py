@@ -9,7 +9,6 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pplx_export.parse.lenient import decode_json
 from pplx_export.render.steps import Shown
 from pplx_export.render.text import (
     join_blocks,
@@ -20,6 +19,7 @@ from pplx_export.render.text import (
     squash,
     squashed_on_page,
 )
+from pplx_export.util.lenient import decode_json
 
 _NON_WORD = re.compile(r"[\W_]+")
 _LAYOUT_TAG = re.compile(r"</?(?:details|summary|br)>")

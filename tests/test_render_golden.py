@@ -14,10 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from render_samples import SAMPLES
 
 from pplx_export.models import Conversation
 from pplx_export.render import render_thread
+from tests.render_samples import SAMPLES
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from render_samples import item, payload_item, text_item, wf_step
-
 from pplx_export.models import Conversation, SubAgent
 from pplx_export.render.context import MAX_DEPTH, Ctx
 from pplx_export.render.items import render_item
 from pplx_export.render.labels import EN, ZH
+from tests.render_samples import item, payload_item, text_item, wf_step
 
 
 def ctx(answer: str = "", lang: str = "en", subs: dict[str, SubAgent] | None = None) -> Ctx:

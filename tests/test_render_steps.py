@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from render_samples import text_item
 
 from pplx_export.models import Citation, Conversation, Step
 from pplx_export.render.context import Ctx
 from pplx_export.render.labels import EN, ZH
 from pplx_export.render.steps import novel_steps, render_step, render_steps
+from tests.render_samples import text_item
 
 
 def ctx(lang: str = "en") -> Ctx:

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from render_samples import (
+
+from pplx_export.render import RENDERER_VERSION, render_report, render_thread
+from pplx_export.render.labels import EN, ZH
+from tests.render_samples import (
     SAMPLES,
     computer_conversation,
     council_conversation,
     report_conversation,
     search_conversation,
 )
-
-from pplx_export.render import RENDERER_VERSION, render_report, render_thread
-from pplx_export.render.labels import EN, ZH
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))

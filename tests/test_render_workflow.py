@@ -7,13 +7,13 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from render_samples import T0, payload_item, text_item, wf_step
 
 from pplx_export.models import AppendixItem, Conversation, Step, SubAgent, Turn
 from pplx_export.render import render_thread
 from pplx_export.render.context import Ctx
 from pplx_export.render.labels import EN
 from pplx_export.render.workflow import render_wf_step
+from tests.render_samples import T0, payload_item, text_item, wf_step
 
 
 def _computer(turns: list[Turn], **kw: Any) -> Conversation:

@@ -8,10 +8,10 @@ import socket
 from pathlib import Path
 
 import pytest
-from archive_fakes import snapshot
 
 from pplx_export.archive.render_state import STATE_NAME
 from pplx_export.sync.rerender import rerender
+from tests.archive_fakes import snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures" / "archive"
 

@@ -8,19 +8,18 @@ import os
 import shutil
 from pathlib import Path
 
-import archive_fakes
 import pytest
-from archive_fakes import FAKE_ENGINE, make_thread, snapshot
 from click.testing import CliRunner
 
-from pplx_export.archive import atomic
-from pplx_export.archive.atomic import read_with_stat
 from pplx_export.archive.render_state import STATE_NAME
 from pplx_export.cli.export import main
 from pplx_export.models import Conversation
 from pplx_export.sync import rerender as rerender_mod
 from pplx_export.sync.assemble import Engine
 from pplx_export.sync.rerender import auto_jobs, guided_chunks, rerender
+from pplx_export.util.atomic import read_with_stat
+from tests import archive_fakes
+from tests.archive_fakes import FAKE_ENGINE, make_thread, snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures" / "archive"
 
@@ -133,7 +132,7 @@ def test_read_with_stat_survives_short_reads(
     data = bytes(range(256)) * 64
     path.write_bytes(data)
     real_read = os.read
-    monkeypatch.setattr(atomic.os, "read", lambda fd, n: real_read(fd, min(n, 1000)))
+    monkeypatch.setattr(os, "read", lambda fd, n: real_read(fd, min(n, 1000)))
     got, (size, mtime_ns) = read_with_stat(str(path))
     assert got == data and size == len(data) and mtime_ns == path.stat().st_mtime_ns
     with pytest.raises(FileNotFoundError):

@@ -6,9 +6,7 @@ import shutil
 import socket
 from pathlib import Path
 
-import archive_fakes
 import pytest
-from archive_fakes import FAKE_ENGINE, make_thread, snapshot
 from click.testing import CliRunner
 
 from pplx_export.archive.render_state import STATE_NAME
@@ -17,6 +15,8 @@ from pplx_export.models import Conversation
 from pplx_export.sync import rerender as rerender_mod
 from pplx_export.sync.assemble import Engine
 from pplx_export.sync.rerender import rerender
+from tests import archive_fakes
+from tests.archive_fakes import FAKE_ENGINE, make_thread, snapshot
 
 U = [f"aa{i:06d}-0000-4000-8000-00000000000{i}" for i in range(1, 6)]
 

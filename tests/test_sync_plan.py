@@ -8,12 +8,9 @@ from typing import Any
 
 import pytest
 
-from pplx_export.parse.last_updated import (
-    normalize_last_updated,
-    parse_last_updated,
-    same_last_updated,
-)
+from pplx_export.parse.last_updated import normalize_last_updated, same_last_updated
 from pplx_export.sync.plan import make_plan, parse_since, plan_to_json, row_matches_mode
+from pplx_export.util.timefmt import parse_time
 
 
 def row(
@@ -90,15 +87,15 @@ def test_unknown_last_updated_never_equals() -> None:
     assert not same_last_updated(None, None)
 
 
-def test_parse_last_updated_forms() -> None:
+def test_parse_time_forms() -> None:
     want = datetime(2040, 1, 1, 0, 3, tzinfo=UTC)
-    assert parse_last_updated("2040-01-01T00:03:00.000000Z") == want
-    assert parse_last_updated("2040-01-01 00:03 UTC") == want
-    assert parse_last_updated("2040-01-01T01:03:00+01:00") == want
-    assert parse_last_updated("2040-01-01T00:03:00.1234567Z") == want.replace(microsecond=123456)
-    assert parse_last_updated("2040-01-01") == datetime(2040, 1, 1, tzinfo=UTC)
-    assert parse_last_updated("yesterday") is None
-    assert parse_last_updated("") is None
+    assert parse_time("2040-01-01T00:03:00.000000Z") == want
+    assert parse_time("2040-01-01 00:03 UTC") == want
+    assert parse_time("2040-01-01T01:03:00+01:00") == want
+    assert parse_time("2040-01-01T00:03:00.1234567Z") == want.replace(microsecond=123456)
+    assert parse_time("2040-01-01") == datetime(2040, 1, 1, tzinfo=UTC)
+    assert parse_time("yesterday") is None
+    assert parse_time("") is None
 
 
 # ------------------------------------------------------------------ classification

@@ -13,11 +13,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from pplx_export.archive.atomic import read_with_stat
 from pplx_export.archive.paths import cap_bytes, safe_stem
-from pplx_export.jsontext import dumps_indented, loads
 from pplx_export.models import JSON, Asset
-from pplx_export.parse.lenient import lenient_int
+from pplx_export.util.atomic import read_with_stat
+from pplx_export.util.jsontext import dumps_indented, loads
+from pplx_export.util.lenient import lenient_int
 
 ASSETS_DIR = "assets"
 FILES_DIR = "assets/files"

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pplx_export.archive.atomic import write_if_changed
-from pplx_export.parse.lenient import as_dict, as_str
+from pplx_export.util.atomic import write_if_changed
+from pplx_export.util.lenient import as_dict, as_str
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pplx_export.archive.atomic import TEMP_PREFIX, atomic_write_bytes, fsync_dir
 from pplx_export.archive.paths import TRASH_PREFIX, read_web_uuid
 from pplx_export.errors import ArchiveError
+from pplx_export.util.atomic import TEMP_PREFIX, atomic_write_bytes, fsync_dir
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from collections.abc import Container
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pplx_export.archive.atomic import TEMP_PREFIX
 from pplx_export.errors import ArchiveError
+from pplx_export.util.atomic import TEMP_PREFIX
 
 log = logging.getLogger(__name__)
 

@@ -29,9 +29,9 @@ from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
-from pplx_export.archive.atomic import write_if_changed
-from pplx_export.jsontext import dumps_indented
 from pplx_export.models import JSON
+from pplx_export.util.atomic import write_if_changed
+from pplx_export.util.jsontext import dumps_indented
 
 log = logging.getLogger(__name__)
 

@@ -28,15 +28,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pplx_export.archive.atomic import write_if_changed
 from pplx_export.archive.library_index import INDEX_DIR, move_aside
 from pplx_export.errors import ArchiveError
-from pplx_export.parse.last_updated import (
-    format_utc,
-    normalize_last_updated,
-    parse_last_updated,
-)
-from pplx_export.parse.lenient import as_str
+from pplx_export.parse.last_updated import normalize_last_updated
+from pplx_export.util.atomic import write_if_changed
+from pplx_export.util.lenient import as_str
+from pplx_export.util.timefmt import format_utc, parse_time
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +102,7 @@ def scan_thread_dirs(root: Path) -> tuple[dict[str, list[DiskThread]], list[Path
 def _newest(threads: list[DiskThread]) -> DiskThread:
     return max(
         threads,
-        key=lambda t: parse_last_updated(t.last_updated) or datetime.min.replace(tzinfo=UTC),
+        key=lambda t: parse_time(t.last_updated) or datetime.min.replace(tzinfo=UTC),
     )
 
 

@@ -16,8 +16,8 @@ import os
 import shutil
 from pathlib import Path
 
-from pplx_export.archive.atomic import TEMP_PREFIX
 from pplx_export.archive.paths import RESERVED_TOP, TRASH_PREFIX, uuid8
+from pplx_export.util.atomic import TEMP_PREFIX
 
 log = logging.getLogger(__name__)
 

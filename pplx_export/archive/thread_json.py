@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pplx_export.jsontext import dumps_indented
 from pplx_export.models import JSON, Conversation
+from pplx_export.util.jsontext import dumps_indented
 
 THREAD_JSON = "thread.json"
 KEY_ORDER = (

@@ -12,9 +12,10 @@ import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pplx_export.archive.atomic import atomic_write_bytes
 from pplx_export.models import JSON
 from pplx_export.parse.variants import variant_log_line
+from pplx_export.util.atomic import atomic_write_bytes
+from pplx_export.util.timefmt import format_utc
 
 log = logging.getLogger("pplx_export.variants")
 
@@ -64,7 +65,7 @@ def append_variant_log(
             continue  # tolerated: a torn line of an older, non-atomic writer
         if isinstance(doc, dict):
             known.add((str(doc.get("web_uuid")), str(doc.get("entry_uuid"))))
-    stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = format_utc(now or datetime.now(UTC))
     new: list[JSON] = []
     for r in records:
         key = (str(r["web_uuid"]), str(r["entry_uuid"]))

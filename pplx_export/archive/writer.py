@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pplx_export.archive import assets as asset_files
-from pplx_export.archive.atomic import atomic_write_bytes
 from pplx_export.archive.migrate import merge_thread_dir, sweep_trash
 from pplx_export.archive.paths import ensure_inside, find_thread_dirs, thread_dir
 from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES, dump_raw, redact_tokens
@@ -33,8 +32,10 @@ from pplx_export.archive.thread_json import (
 )
 from pplx_export.archive.variants import append_variant_log, variant_records, warn_variants
 from pplx_export.errors import ArchiveError
-from pplx_export.jsontext import identical
 from pplx_export.models import JSON, Conversation
+from pplx_export.util.atomic import atomic_write_bytes
+from pplx_export.util.jsontext import identical
+from pplx_export.util.timefmt import format_utc
 
 log = logging.getLogger(__name__)
 
@@ -335,7 +336,7 @@ def write_thread(
         result.absent.add(asset_files.MANIFEST)
     exported_at: str | None
     if source == "online":
-        exported_at = conv.exported_at or (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        exported_at = conv.exported_at or format_utc(now or datetime.now(UTC))
     elif existing is not None and "exported_at" in existing:
         exported_at = existing["exported_at"]
     else:

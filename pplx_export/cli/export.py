@@ -5,15 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 
 from pplx_export import __version__
-from pplx_export.cli.options import PplxGroup, RunOptions, common_options, emit_json
+from pplx_export.cli.options import PplxGroup, common_options
+from pplx_export.cli.output import emit_json, print_lines, report_run
+from pplx_export.context import RunOptions
 from pplx_export.models import MODES
 from pplx_export.sync.status import collect_status, print_status
+
+if TYPE_CHECKING:
+    from pplx_export.sync.batch import BatchSummary
+    from pplx_export.sync.plan import Plan
 
 
 @click.group(cls=PplxGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -54,7 +60,19 @@ def re_render(
     """Rebuild every derived file from the raw files. Zero network."""
     from pplx_export.sync.rerender import run_rerender_command
 
-    run_rerender_command(opts, limit=limit, dry_run=dry_run, changed_only=changed_only, jobs=jobs)
+    summary = run_rerender_command(
+        opts, limit=limit, dry_run=dry_run, changed_only=changed_only, jobs=jobs
+    )
+    report_run(
+        summary.line(),
+        [(str(opts.out / rel), reason) for rel, reason in summary.failures],
+        quiet=opts.quiet,
+        failed_message=(
+            f"{summary.failed} of {summary.total} threads failed to re-render"
+            if summary.failed
+            else ""
+        ),
+    )
 
 
 @main.command()
@@ -75,7 +93,28 @@ def export(opts: RunOptions, threads: tuple[str, ...], force: bool) -> None:
     """Export threads given as URLs (/search/<uuid>, /computer/tasks/<uuid>) or UUIDs."""
     from pplx_export.sync.batch import run_export
 
-    run_export(opts, list(threads), force=force)
+    _report_batch(run_export(opts, list(threads), force=force), as_json=False, quiet=opts.quiet)
+
+
+def _report_batch(result: BatchSummary | Plan, *, as_json: bool, quiet: bool) -> None:
+    """A batch's summary (or, for a dry run, its plan) on the terminal or as JSON."""
+    from pplx_export.sync.plan import Plan
+
+    if isinstance(result, Plan):
+        if as_json:
+            emit_json(result.to_json())
+        else:
+            print_lines(result.lines())
+        return
+    report_run(
+        result.line(),
+        result.failures,
+        quiet=quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=(
+            f"{result.failed} thread(s) failed; rerun to retry them" if result.failed else ""
+        ),
+    )
 
 
 def batch_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -106,7 +145,8 @@ def batch(opts: RunOptions, dry_run: bool, as_json: bool, **filters: Any) -> Non
     """Export new and updated threads from the index (incremental, resumable)."""
     from pplx_export.sync.batch import BatchFilters, run_batch
 
-    run_batch(opts, BatchFilters(**filters), dry_run=dry_run, as_json=as_json)
+    result = run_batch(opts, BatchFilters(**filters), dry_run=dry_run)
+    _report_batch(result, as_json=as_json, quiet=opts.quiet)
 
 
 @main.command()
@@ -118,7 +158,8 @@ def sync(opts: RunOptions, full: bool, check_deleted: bool, refresh_spaces: bool
     """The cron command: index, then batch."""
     from pplx_export.sync.batch import run_sync
 
-    run_sync(opts, full=full, check_deleted=check_deleted, refresh_spaces=refresh_spaces)
+    result = run_sync(opts, full=full, check_deleted=check_deleted, refresh_spaces=refresh_spaces)
+    _report_batch(result, as_json=False, quiet=opts.quiet)
 
 
 @main.command()
@@ -129,4 +170,6 @@ def demo(opts: RunOptions, directory: Path | None) -> None:
     from pplx_export.sync.demo import DEFAULT_DEMO_DIR, run_demo
 
     summary = run_demo(directory or DEFAULT_DEMO_DIR, lang=opts.lang, quiet=opts.quiet)
+    if summary.batch is not None:
+        _report_batch(summary.batch, as_json=False, quiet=opts.quiet)
     click.echo(summary.text())

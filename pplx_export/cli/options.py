@@ -4,42 +4,24 @@ from __future__ import annotations
 
 import functools
 import logging
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from pplx_export.config import Config, load_config
+from pplx_export.config import load_config
+from pplx_export.context import RunOptions
 from pplx_export.errors import PplxError
 from pplx_export.logs import setup_logging
-from pplx_export.models import Account
+from pplx_export.net.client import DEFAULT_BASE_URL
 
-DEFAULT_BASE_URL = "https://www.perplexity.ai"
 BROWSERS = ("chrome", "chromium", "edge", "firefox", "safari", "brave", "opera", "vivaldi")
 
 log = logging.getLogger("pplx_export.cli")
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-@dataclass
-class RunOptions:
-    """Everything a library function needs from the command line, resolved once."""
-
-    config: Config
-    account: Account
-    out: Path
-    lang: str
-    base_url: str = DEFAULT_BASE_URL
-    cookies_from: str | None = None
-    cookies_file: Path | None = None
-    verbose: int = 0
-    quiet: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def common_options(func: F) -> F:
@@ -141,11 +123,3 @@ class PplxGroup(click.Group):
             click.echo("interrupted", err=True)
             ctx.exit(130)
         return None
-
-
-def emit_json(doc: Any) -> None:
-    """Machine output: one JSON document on stdout."""
-    import json
-
-    sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
-    sys.stdout.flush()

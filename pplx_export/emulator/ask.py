@@ -19,7 +19,7 @@ from pplx_export.emulator.library import (
     plain_steps,
     schematized_entry,
 )
-from pplx_export.parse.lenient import as_dict, as_list, as_str
+from pplx_export.util.lenient import as_dict, as_list, as_str
 
 JSON = dict[str, Any]
 

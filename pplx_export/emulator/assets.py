@@ -17,12 +17,27 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from pplx_export.parse.lenient import as_dict, as_str, dicts
-from pplx_export.perplexity.constants import ASSET_FILE_KEYS as FILE_KEYS
+from pplx_export.util.lenient import as_dict, as_str, dicts
 
 JSON = dict[str, Any]
 
 URL_KEYS = ("url", "s3_url", "svg_url", "webview_url", "thumbnail")
+# File-object keys of `/rest/assets/<uuid>/data` (protocol §2.7). The emulator keeps its own
+# list, not the client's: it is the independent stand-in the client is tested against.
+FILE_KEYS: tuple[str, ...] = (
+    "doc_file",
+    "slide_file",
+    "research_report",
+    "pdf_file",
+    "docx_file",
+    "code_file",
+    "xlsx_file",
+    "audio_file",
+    "chart",
+    "quiz",
+    "model_3d",
+    "app",
+)
 FILES_PREFIX = "/__emulator/files/"
 
 

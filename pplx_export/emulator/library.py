@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pplx_export.emulator import timeutil
-from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts, lenient_int
+from pplx_export.util.lenient import as_dict, as_list, as_str, dicts, lenient_int
 
 JSON = dict[str, Any]
 

@@ -23,8 +23,7 @@ from pplx_export.emulator.library import (
     blocks_from_plain,
     space_slug,
 )
-from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts, lenient_int
-from pplx_export.perplexity.constants import ASSET_FILE_KEYS
+from pplx_export.util.lenient import as_dict, as_list, as_str, dicts, lenient_int
 
 if TYPE_CHECKING:
     from pplx_export.emulator.server import EmulatorHandler, EmulatorServer
@@ -530,7 +529,9 @@ def asset_data(req: Request) -> None:
     asset_type = as_str(ref.asset.get("asset_type")) or (
         "RESEARCH_REPORT" if ref.asset.get("research_report") else "UNKNOWN"
     )
-    file_key = next((k for k in ASSET_FILE_KEYS if isinstance(ref.asset.get(k), dict)), "doc_file")
+    file_key = next(
+        (k for k in assetlib.FILE_KEYS if isinstance(ref.asset.get(k), dict)), "doc_file"
+    )
     record = server.library.get(ref.thread_uuid)
     req.handler.send_json(
         200,

@@ -30,7 +30,6 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from pplx_export.archive.atomic import TEMP_PREFIX
 from pplx_export.config import NetworkSettings
 from pplx_export.errors import (
     ApiError,
@@ -42,6 +41,7 @@ from pplx_export.errors import (
 )
 from pplx_export.net.classify import Verdict, classify
 from pplx_export.net.pacing import BACKOFF_BASE_S, NetRuntime, sleep_with_heartbeat
+from pplx_export.util.atomic import TEMP_PREFIX
 
 log = logging.getLogger("pplx_export.net")
 

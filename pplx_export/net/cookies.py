@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pplx_export.archive.atomic import atomic_write_text
 from pplx_export.errors import AuthError, ConfigError
+from pplx_export.util.atomic import atomic_write_text
 
 log = logging.getLogger("pplx_export.net")
 

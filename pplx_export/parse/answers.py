@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pplx_export.models import Step
-from pplx_export.parse.lenient import as_dict, as_list, as_str, decode_json, dicts
+from pplx_export.util.lenient import as_dict, as_list, as_str, decode_json, dicts
 
 HARVEST_MIN = 30  # FINAL fallback strings must be longer than this
 PLAN_MIN = 80  # plan goal descriptions must be longer than this

@@ -11,8 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pplx_export.models import Asset, ReportInfo
-from pplx_export.parse.lenient import as_dict, as_str, dicts, first_str, lenient_int
-from pplx_export.perplexity.constants import ASSET_FILE_KEYS
+from pplx_export.util.lenient import as_dict, as_str, dicts, first_str, lenient_int
 
 KNOWN_EXTS = frozenset(
     {
@@ -65,6 +64,22 @@ TEXT_SUFFIXES = (
 )
 OOXML = {"docx": "DOCX_FILE", "xlsx": "XLSX_FILE", "pptx": "SLIDES"}
 _UNSAFE = re.compile(r"[^\w\u4e00-\u9fff.-]+")
+
+# Asset file-object keys of `/rest/assets/<uuid>/data` (protocol §2.7), in extraction order.
+ASSET_FILE_KEYS: tuple[str, ...] = (
+    "doc_file",
+    "slide_file",
+    "research_report",
+    "pdf_file",
+    "docx_file",
+    "code_file",
+    "xlsx_file",
+    "audio_file",
+    "chart",
+    "quiz",
+    "model_3d",
+    "app",
+)
 
 
 def safe_stem(name: str) -> str:

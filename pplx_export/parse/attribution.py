@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pplx_export.models import AppendixItem, Turn
-from pplx_export.parse.lenient import as_str, dicts
-from pplx_export.parse.timeutil import from_us, parse_iso
 from pplx_export.parse.workflow import (
     BlockWalks,
     count_wf_steps,
     top_level_payloads,
     workflow_blocks,
 )
+from pplx_export.util.lenient import as_str, dicts
+from pplx_export.util.timefmt import from_us, parse_iso
 
 STUB_WINDOW_S = 10.0
 STUB_TRIGGER = "subagent_result"

@@ -7,7 +7,7 @@ from typing import Any
 
 from pplx_export.models import Citation, Step
 from pplx_export.parse.answers import final_answers
-from pplx_export.parse.lenient import as_dict, as_list, dicts, first_str
+from pplx_export.util.lenient import as_dict, as_list, dicts, first_str
 
 NAME_LIMIT = 200
 SNIPPET_LIMIT = 500

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pplx_export.models import SchemaDrift, Step
-from pplx_export.parse.lenient import as_dict, as_str, decode_json, dicts, first
 from pplx_export.parse.steps import KNOWN_STEP_TYPES, raw_step_list
 from pplx_export.parse.workflow import BlockWalks, workflow_blocks
+from pplx_export.util.lenient import as_dict, as_str, decode_json, dicts, first
 
 KNOWN_ITEM_TYPES = frozenset(
     {

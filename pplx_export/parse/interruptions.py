@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pplx_export.models import Interruption
-from pplx_export.parse.lenient import as_dict, as_str, dicts
+from pplx_export.util.lenient import as_dict, as_str, dicts
 
 COMPLETED = "completed"
 LIMIT_INTERRUPTED = "limit_interrupted"

@@ -6,7 +6,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pplx_export.models import Step
-from pplx_export.parse.lenient import as_dict, as_str, dicts
 from pplx_export.parse.mode_tables import (
     BLOCK_MODES,
     DISPLAY_MODEL_MODE,
@@ -15,6 +14,7 @@ from pplx_export.parse.mode_tables import (
     most_specific,
 )
 from pplx_export.parse.steps import decode_steps
+from pplx_export.util.lenient import as_dict, as_str, dicts
 
 COMPUTER_URL_PART = "/computer/tasks/"
 COMPUTER_ROW_MODES = frozenset({"ASI", "COMPUTER"})

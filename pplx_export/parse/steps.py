@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pplx_export.models import Step
-from pplx_export.parse.lenient import as_dict, as_str, decode_json, first, first_str
+from pplx_export.util.lenient import as_dict, as_str, decode_json, first, first_str
 
 # Step types the renderer understands. Anything else is kept and counted as schema drift.
 KNOWN_STEP_TYPES = frozenset(

@@ -8,7 +8,6 @@ from typing import Any
 from pplx_export.models import Citation, Step, SubAgent
 from pplx_export.parse.answers import text_of, wf_block_answer
 from pplx_export.parse.citations import item_sources, normalise_all
-from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts
 from pplx_export.parse.turns import build_turn
 from pplx_export.parse.workflow import (
     BlockWalks,
@@ -17,6 +16,7 @@ from pplx_export.parse.workflow import (
     top_level_payloads,
     workflow_blocks,
 )
+from pplx_export.util.lenient import as_dict, as_list, as_str, dicts
 
 COUNCIL_MODE = "LLM_COUNCIL"
 

@@ -18,14 +18,14 @@ from pplx_export.parse.attribution import attribute
 from pplx_export.parse.citations import thread_citations
 from pplx_export.parse.drift import scan
 from pplx_export.parse.interruptions import build_registry, workflow_warnings
-from pplx_export.parse.lenient import as_dict, as_str, dicts, lenient_int
 from pplx_export.parse.mode import COMPUTER_ROW_MODES, detect_mode, row_mode
 from pplx_export.parse.mode_tables import WORKFLOW_MODES
 from pplx_export.parse.subagents import build_sub_map, council_agent, council_payloads
-from pplx_export.parse.timeutil import us_to_iso
 from pplx_export.parse.turns import build_turn
 from pplx_export.parse.variants import find_variants
 from pplx_export.parse.workflow import BlockWalks, index_wf_blocks
+from pplx_export.util.lenient import as_dict, as_str, dicts, lenient_int
+from pplx_export.util.timefmt import us_to_iso
 
 log = logging.getLogger("pplx_export.parse")
 

@@ -7,8 +7,8 @@ from typing import Any
 from pplx_export.models import ReportInfo, Turn, TurnMeta
 from pplx_export.parse.answers import extract_answer, final_answers
 from pplx_export.parse.citations import turn_citations
-from pplx_export.parse.lenient import as_str, first_str, optional_int
 from pplx_export.parse.steps import decode_steps
+from pplx_export.util.lenient import as_str, first_str, optional_int
 
 
 def report_info_of(steps: list[Any]) -> ReportInfo | None:

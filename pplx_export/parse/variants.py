@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pplx_export.parse.lenient import as_str, dicts
+from pplx_export.util.lenient import as_str, dicts
 
 UNSPECIFIED = "SELECTION_STATUS_UNSPECIFIED"
 CONTROL_PREFIX = "[control]"

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts
+from pplx_export.util.lenient import as_dict, as_list, as_str, dicts
 
 # Nested payloads are walked to this depth at most: real data nests 2-3 levels; the limit
 # only exists so a pathological payload cannot exhaust the stack.

@@ -8,8 +8,9 @@ from typing import Any
 from urllib.parse import quote
 
 from pplx_export.net.client import ApiClient
-from pplx_export.parse.lenient import as_dict, as_str, dicts
+from pplx_export.parse.assets import ASSET_FILE_KEYS
 from pplx_export.perplexity import constants as C
+from pplx_export.util.lenient import as_dict, as_str, dicts
 
 
 @dataclass
@@ -45,7 +46,7 @@ def extract_candidates(data: dict[str, Any]) -> list[DownloadCandidate]:
                     text if isinstance(text, str) else None,
                 )
             )
-    for key in C.ASSET_FILE_KEYS:
+    for key in ASSET_FILE_KEYS:
         obj = as_dict(asset.get(key))
         url = as_str(obj.get("url"))
         if url:

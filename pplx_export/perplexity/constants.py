@@ -99,22 +99,6 @@ ASK_BLOCK_USE_CASES: tuple[str, ...] = (
     "background_agents",
 )
 
-# Asset file-object keys of `/rest/assets/<uuid>/data` (protocol §2.7), in extraction order.
-ASSET_FILE_KEYS: tuple[str, ...] = (
-    "doc_file",
-    "slide_file",
-    "research_report",
-    "pdf_file",
-    "docx_file",
-    "code_file",
-    "xlsx_file",
-    "audio_file",
-    "chart",
-    "quiz",
-    "model_3d",
-    "app",
-)
-
 # model_preference per CLI mode for the ask call; council also sends 2-3 compare models.
 ASK_MODEL_PREFERENCE = {
     "search": "pplx_pro",

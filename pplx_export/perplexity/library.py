@@ -19,8 +19,8 @@ from typing import Any
 from pplx_export.errors import ApiError
 from pplx_export.net.classify import PersistedQueryNotFound, graphql_errors
 from pplx_export.net.client import ApiClient
-from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts
 from pplx_export.perplexity import constants as C
+from pplx_export.util.lenient import as_dict, as_list, as_str, dicts
 
 log = logging.getLogger("pplx_export.perplexity")
 

@@ -7,7 +7,7 @@ the configured email answers. It never proceeds as the wrong account (AuthError)
 configured email (degraded mode) any signed-in session is accepted.
 
 One `NetRuntime` (pacer, counters, clock) serves every session of a command: `runtime_for`
-keeps it on the invocation's `RunOptions.extra`, so a second `open_session` for another
+keeps it on the invocation's `RunOptions.runtime`, so a second `open_session` for another
 account shares the same pacer without any module-level state.
 """
 
@@ -16,10 +16,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
+from pplx_export.context import RunOptions
 from pplx_export.errors import AuthError
 from pplx_export.net.client import ApiClient, ClientSettings
 from pplx_export.net.cookies import (
@@ -32,24 +33,17 @@ from pplx_export.net.cookies import (
 )
 from pplx_export.net.pacing import Clock, NetRuntime
 from pplx_export.net.useragent import user_agent_headers
-from pplx_export.parse.lenient import as_dict, as_str
 from pplx_export.perplexity.api import PerplexityAPI
-
-if TYPE_CHECKING:
-    from pplx_export.cli.options import RunOptions
+from pplx_export.util.lenient import as_dict, as_str
 
 log = logging.getLogger("pplx_export.perplexity")
-
-RUNTIME_KEY = "net.runtime"
 
 
 def runtime_for(opts: RunOptions, *, clock: Clock | None = None) -> NetRuntime:
     """The invocation's shared network runtime, created on first use."""
-    runtime = opts.extra.get(RUNTIME_KEY)
-    if not isinstance(runtime, NetRuntime):
-        runtime = NetRuntime(min_interval=opts.config.network.min_interval, clock=clock)
-        opts.extra[RUNTIME_KEY] = runtime
-    return runtime
+    if opts.runtime is None:
+        opts.runtime = NetRuntime(min_interval=opts.config.network.min_interval, clock=clock)
+    return opts.runtime
 
 
 def session_email(data: Any) -> str:

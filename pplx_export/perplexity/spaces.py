@@ -8,8 +8,8 @@ from typing import Any
 
 from pplx_export.errors import SchemaError
 from pplx_export.net.client import ApiClient
-from pplx_export.parse.lenient import as_list, as_str, dicts
 from pplx_export.perplexity import constants as C
+from pplx_export.util.lenient import as_list, as_str, dicts
 
 log = logging.getLogger("pplx_export.perplexity")
 

@@ -14,8 +14,8 @@ from urllib.parse import quote
 
 from pplx_export.errors import SchemaError
 from pplx_export.net.client import ApiClient, Params
-from pplx_export.parse.lenient import as_list, as_str
 from pplx_export.perplexity import constants as C
+from pplx_export.util.lenient import as_list, as_str
 
 log = logging.getLogger("pplx_export.perplexity")
 

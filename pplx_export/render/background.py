@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from pplx_export.models import Step
-from pplx_export.parse.lenient import as_dict, as_str, decode_json, dicts
 from pplx_export.render.context import Ctx
 from pplx_export.render.latex import norm
 from pplx_export.render.steps import novel_steps, render_steps, step_from_dict
@@ -24,6 +23,7 @@ from pplx_export.render.text import (
     squashed_on_page,
     time_range,
 )
+from pplx_export.util.lenient import as_dict, as_str, decode_json, dicts
 
 # Every (entry uuid, root workflow block) of the background entries, and the positions in
 # that list of the roots with a step of each id.

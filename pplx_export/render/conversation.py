@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pplx_export.models import AppendixItem
-from pplx_export.parse.lenient import as_str
 from pplx_export.render.background import background_log, launcher_line
 from pplx_export.render.context import Ctx
 from pplx_export.render.plan import plan_block
 from pplx_export.render.text import finish, join_blocks, one_line, quote, step_time
 from pplx_export.render.turn import answer_md, turn_answer, turn_heading
 from pplx_export.render.workflow import nested
+from pplx_export.util.lenient import as_str
 
 
 def header(ctx: Ctx) -> str:

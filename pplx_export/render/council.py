@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pplx_export.parse.lenient import as_str, dicts, first_str
 from pplx_export.render import items as it
 from pplx_export.render.context import Ctx
 from pplx_export.render.latex import norm
@@ -18,6 +17,7 @@ from pplx_export.render.text import (
     summary_text,
 )
 from pplx_export.render.workflow import conclusion_of, step_heading
+from pplx_export.util.lenient import as_str, dicts, first_str
 
 
 def council_payloads(step: dict[str, Any]) -> list[dict[str, Any]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts, first_str
 from pplx_export.render.context import MAX_DEPTH, Ctx
 from pplx_export.render.latex import norm
 from pplx_export.render.text import (
@@ -18,6 +17,7 @@ from pplx_export.render.text import (
     quote,
     summary_text,
 )
+from pplx_export.util.lenient import as_dict, as_list, as_str, dicts, first_str
 
 TEXT = "WORKFLOW_ITEM_TEXT"
 SOURCES = "WORKFLOW_ITEM_SOURCES"

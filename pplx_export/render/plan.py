@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pplx_export.parse.lenient import as_dict, as_str, decode_json, dicts
 from pplx_export.render.context import Ctx
 from pplx_export.render.text import details
+from pplx_export.util.lenient import as_dict, as_str, decode_json, dicts
 
 
 def _goals(entry: dict[str, Any]) -> list[str]:

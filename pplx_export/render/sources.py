@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pplx_export.jsontext import dumps_indented
 from pplx_export.models import Citation
 from pplx_export.render.labels import Labels
 from pplx_export.render.text import finish, link
+from pplx_export.util.jsontext import dumps_indented
 
 
 def sources_json(citations: list[Citation]) -> str:

@@ -7,7 +7,6 @@ from dataclasses import replace
 from typing import Any
 
 from pplx_export.models import Citation, Step
-from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts, first_str
 from pplx_export.render import items as it
 from pplx_export.render.context import Ctx
 from pplx_export.render.text import (
@@ -23,6 +22,7 @@ from pplx_export.render.text import (
     step_time,
     summary_text,
 )
+from pplx_export.util.lenient import as_dict, as_list, as_str, dicts, first_str
 
 SILENT = frozenset({"INITIAL_QUERY", "FINAL", ""})
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from pplx_export.models import SubAgent, Turn
-from pplx_export.parse.lenient import as_list, as_str, dicts
 from pplx_export.render import items as it
 from pplx_export.render.background import background_log, background_payloads, launcher_line
 from pplx_export.render.context import Ctx
@@ -22,6 +21,7 @@ from pplx_export.render.text import (
     time_range,
 )
 from pplx_export.render.workflow import nested, nested_body
+from pplx_export.util.lenient import as_list, as_str, dicts
 
 
 def anchor_payloads(step: dict[str, Any]) -> list[dict[str, Any]]:

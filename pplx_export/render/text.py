@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from pplx_export.parse.lenient import as_list, as_str
+from pplx_export.util.lenient import as_list, as_str
 
 _BACKTICK_RUN = re.compile(r"`+")
 _MODEL_LINK = re.compile(r"\[([^\]]+)\]\(pplx://action/[^)]+\)")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pplx_export.parse.lenient import as_dict, as_list, as_str, dicts, first_str
 from pplx_export.render import items as it
 from pplx_export.render.context import Ctx
 from pplx_export.render.latex import norm
@@ -19,6 +18,7 @@ from pplx_export.render.text import (
     summary_text,
     time_range,
 )
+from pplx_export.util.lenient import as_dict, as_list, as_str, dicts, first_str
 
 
 def step_label(ctx: Ctx, step: dict[str, Any]) -> str:

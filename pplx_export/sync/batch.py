@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pplx_export.archive.library_index import INDEX_DIR, load_index
 from pplx_export.archive.lock import archive_lock
-from pplx_export.archive.state import BatchState
+from pplx_export.archive.state import ERROR_MAX, BatchState
 from pplx_export.archive.sweep import sweep_temp_files
+from pplx_export.context import RunOptions
 from pplx_export.errors import (
     ApiError,
     ArchiveError,
@@ -29,7 +29,6 @@ from pplx_export.errors import (
     EntryExpired,
     Interrupted,
     SchemaError,
-    ThreadsFailed,
     UsageError,
 )
 from pplx_export.models import JSON
@@ -41,17 +40,12 @@ from pplx_export.sync.export import (
     unchanged_since_export,
 )
 from pplx_export.sync.index import IndexResult, update_library_index
-from pplx_export.sync.plan import Plan, PlanItem, make_plan, parse_since, plan_to_json
+from pplx_export.sync.plan import Plan, PlanItem, make_plan, parse_since
 from pplx_export.sync.progress import progress_reporter
-
-if TYPE_CHECKING:
-    from pplx_export.cli.options import RunOptions
 
 log = logging.getLogger(__name__)
 
 AUTH_FAIL_FAST = 3
-LOCKS_KEY = "archive.locks"
-ERROR_MAX = 300
 
 
 @dataclass
@@ -223,14 +217,13 @@ def run_batch(
     filters: BatchFilters | None = None,
     *,
     dry_run: bool = False,
-    as_json: bool = False,
     api: PerplexityAPI | None = None,
 ) -> BatchSummary | Plan:
-    """Export what the plan says; see the module doc for the failure policy."""
+    """Export what the plan says (or, with `dry_run`, return the plan); see the module doc
+    for the failure policy. The caller reports the summary and maps failures to exit 4."""
     filters = filters or BatchFilters()
     if dry_run:
         plan, _state = plan_batch(opts, filters)
-        _print_plan(plan, as_json)
         return plan
     with _locked(opts):
         plan, state = plan_batch(opts, filters)
@@ -239,8 +232,7 @@ def run_batch(
         if plan.todo:
             _run_items(opts, api, state, [(item, "") for item in plan.todo], summary)
         else:
-            log.info("batch: nothing to do (%s)", _counts_text(plan))
-    _finish(summary, as_json, opts.quiet)
+            log.info("batch: nothing to do (%s)", plan.counts_text())
     return summary
 
 
@@ -278,38 +270,8 @@ def _run_items(
 @contextlib.contextmanager
 def _locked(opts: RunOptions) -> Iterator[None]:
     """The archive lock, re-entrant across the calls of one command (sync = index + batch)."""
-    held = opts.extra.setdefault(LOCKS_KEY, set())
-    with archive_lock(opts.out, held):
+    with archive_lock(opts.out, opts.held_locks):
         yield
-
-
-def _finish(summary: BatchSummary, as_json: bool, quiet: bool) -> None:
-    if as_json:
-        from pplx_export.cli.options import emit_json
-
-        emit_json(summary.to_json())
-    elif not quiet:
-        sys.stderr.write(summary.line() + "\n")
-        for uuid, reason in summary.failures:
-            sys.stderr.write(f"  failed: {uuid}: {reason}\n")
-    if summary.failed:
-        raise ThreadsFailed(f"{summary.failed} thread(s) failed; rerun to retry them")
-
-
-def _counts_text(plan: Plan) -> str:
-    return ", ".join(f"{k} {v}" for k, v in plan.counts.items() if v)
-
-
-def _print_plan(plan: Plan, as_json: bool) -> None:
-    from pplx_export.cli.options import emit_json
-
-    if as_json:
-        emit_json(plan_to_json(plan))
-        return
-    out = sys.stdout
-    out.write(f"plan: {_counts_text(plan) or 'nothing'}\n")
-    for item in plan.todo:
-        out.write(f"  {item.kind:8} {item.last_updated:28} {item.uuid}  {item.title}\n")
 
 
 def run_export(
@@ -335,7 +297,6 @@ def run_export(
             work.append((PlanItem(uuid, title, last_updated, "new", "", row or {}), url))
         if work:
             _run_items(opts, api, state, work, summary)
-    _finish(summary, False, opts.quiet)
     return summary
 
 

@@ -16,13 +16,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pplx_export.archive.atomic import atomic_write_text
 from pplx_export.archive.paths import iter_thread_dirs
 from pplx_export.config import Config, NetworkSettings
+from pplx_export.context import RunOptions
 from pplx_export.emulator import DEFAULT_EMAIL, DEFAULT_NAME, DEFAULT_USERNAME, run_emulator
 from pplx_export.models import Account
 from pplx_export.perplexity.session import open_session
 from pplx_export.sync.batch import BatchSummary, run_batch, run_index
+from pplx_export.util.atomic import atomic_write_text
 
 DEFAULT_DEMO_DIR = Path("./pplx-demo-archive")
 
@@ -51,9 +52,6 @@ class DemoSummary:
 
 def run_demo(directory: Path, *, lang: str = "en", quiet: bool = False) -> DemoSummary:
     """Export the bundled sample library into `directory` through the emulator."""
-    # Late import: cli.options imports config/logging only, but keeps the layering visible.
-    from pplx_export.cli.options import RunOptions
-
     started = time.monotonic()
     directory.mkdir(parents=True, exist_ok=True)
     with run_emulator() as emu, tempfile.TemporaryDirectory(prefix="pplx-demo-") as tmp:

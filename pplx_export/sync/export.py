@@ -26,6 +26,7 @@ from pplx_export.parse.last_updated import same_last_updated
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.sync.assemble import Engine, default_engine, export_conversation
 from pplx_export.sync.fetch_assets import download_assets, fetch_report_body
+from pplx_export.util.timefmt import format_utc
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class Exporter:
             web_uuid=web_uuid,
             url=url,
             export_via=self.account.name,
-            exported_at=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            exported_at=format_utc(now),
         )
         for warning in conv.warnings:
             log.info("thread %s: %s", web_uuid[:8], warning)

@@ -15,13 +15,13 @@ import os
 from pathlib import Path
 
 from pplx_export.archive.assets import FILES_DIR, load_manifest
-from pplx_export.archive.atomic import fsync_dir
 from pplx_export.archive.paths import safe_stem
 from pplx_export.archive.report_body import looks_binary
 from pplx_export.errors import ApiError, NotFound, PermissionDenied
 from pplx_export.models import Asset, Conversation
 from pplx_export.parse import final_asset_name, resolve_ext
 from pplx_export.perplexity.api import PerplexityAPI
+from pplx_export.util.atomic import fsync_dir
 
 log = logging.getLogger(__name__)
 

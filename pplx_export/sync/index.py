@@ -26,8 +26,9 @@ from pplx_export.archive.library_index import (
     save_index,
 )
 from pplx_export.config import Config
-from pplx_export.parse.last_updated import format_utc, same_last_updated
-from pplx_export.parse.lenient import as_dict, as_str, lenient_int
+from pplx_export.parse.last_updated import same_last_updated
+from pplx_export.util.lenient import as_dict, as_str, lenient_int
+from pplx_export.util.timefmt import format_utc
 
 log = logging.getLogger(__name__)
 

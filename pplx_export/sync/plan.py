@@ -20,13 +20,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pplx_export.parse.last_updated import (
-    normalize_last_updated,
-    parse_last_updated,
-    same_last_updated,
-)
-from pplx_export.parse.lenient import as_dict, as_str
+from pplx_export.parse.last_updated import normalize_last_updated, same_last_updated
 from pplx_export.parse.mode import row_matches_mode
+from pplx_export.util.lenient import as_dict, as_str
+from pplx_export.util.timefmt import parse_time
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +50,7 @@ def parse_since(value: str | datetime) -> datetime:
     """`--since DATE`: a date (midnight UTC) or an ISO datetime. ValueError when unreadable."""
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
-    parsed = parse_last_updated(value)
+    parsed = parse_time(value)
     if parsed is None:
         raise ValueError(f"not a date: {value!r} (expected YYYY-MM-DD or an ISO datetime)")
     return parsed
@@ -91,6 +88,22 @@ class Plan:
         out["filtered_out"] = self.filtered_out
         out["skipped_no_uuid"] = len(self.skipped)
         return out
+
+    def counts_text(self) -> str:
+        """`new 3, done 5`: the non-zero counts, for one-line reports."""
+        return ", ".join(f"{k} {v}" for k, v in self.counts.items() if v)
+
+    def lines(self) -> list[str]:
+        """The human plan (`batch --dry-run`): a count line, then one line per work item."""
+        out = [f"plan: {self.counts_text() or 'nothing'}"]
+        out += [
+            f"  {item.kind:8} {item.last_updated:28} {item.uuid}  {item.title}"
+            for item in self.todo
+        ]
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return plan_to_json(self)
 
 
 def _classify(record: Mapping[str, Any] | None, last_updated: str, force: bool) -> str:
@@ -134,13 +147,13 @@ def make_plan(
             filtered_out += 1
             continue
         if since_at is not None:
-            at = parse_last_updated(row.get("lastUpdated"))
+            at = parse_time(row.get("lastUpdated"))
             if at is None or at < since_at:
                 filtered_out += 1
                 continue
         kept.append(row)
     # Stable sort: rows with equal (or unreadable) lastUpdated keep the listing's order.
-    kept.sort(key=lambda r: parse_last_updated(r.get("lastUpdated")) or _EPOCH, reverse=True)
+    kept.sort(key=lambda r: parse_time(r.get("lastUpdated")) or _EPOCH, reverse=True)
 
     items: list[PlanItem] = []
     seen: set[str] = set()

@@ -29,9 +29,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from pplx_export.archive.atomic import read_with_stat
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.paths import iter_thread_rels
 from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES, has_live_token
@@ -47,8 +46,8 @@ from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.archive.variants import append_variant_log, warn_variants
 from pplx_export.archive.writer import write_thread
-from pplx_export.errors import ArchiveError, SchemaError, ThreadsFailed, UsageError
-from pplx_export.jsontext import loads
+from pplx_export.context import RunOptions
+from pplx_export.errors import ArchiveError, SchemaError, UsageError
 from pplx_export.models import JSON
 from pplx_export.sync.assemble import (
     Engine,
@@ -57,9 +56,8 @@ from pplx_export.sync.assemble import (
     render_files,
 )
 from pplx_export.sync.progress import progress_reporter
-
-if TYPE_CHECKING:  # the CLI calls us, never the other way round
-    from pplx_export.cli.options import RunOptions
+from pplx_export.util.atomic import read_with_stat
+from pplx_export.util.jsontext import loads
 
 log = logging.getLogger(__name__)
 
@@ -452,7 +450,7 @@ def rerender(
 def run_rerender_command(
     opts: RunOptions, *, limit: int | None, dry_run: bool, changed_only: bool, jobs: int
 ) -> RerenderSummary:
-    """The CLI's one call: progress, run, summary on stderr, ThreadsFailed (exit 4)."""
+    """The CLI's one call: the archive lock, the progress bar, the run. The caller reports."""
     if not opts.out.is_dir():
         raise UsageError(f"archive root not found: {opts.out}")
     lock = contextlib.nullcontext() if dry_run else archive_lock(opts.out)
@@ -468,10 +466,4 @@ def run_rerender_command(
             on_total=bar.set_total,
             on_progress=lambda o: bar.advance(o.rel),
         )
-    if not opts.quiet:
-        sys.stderr.write(summary.line() + "\n")
-        for rel, reason in summary.failures:
-            sys.stderr.write(f"  failed: {opts.out / rel}: {reason}\n")
-    if summary.failed:
-        raise ThreadsFailed(f"{summary.failed} of {summary.total} threads failed to re-render")
     return summary

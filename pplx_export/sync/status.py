@@ -31,10 +31,10 @@ from pplx_export.archive.library_index import (
 )
 from pplx_export.archive.state import BatchState, scan_thread_dirs
 from pplx_export.config import Config
-from pplx_export.parse.last_updated import parse_last_updated
-from pplx_export.parse.lenient import as_str
 from pplx_export.sync.index import FULL_REMINDER_RUNS, read_index_state
 from pplx_export.sync.plan import make_plan, row_matches_mode
+from pplx_export.util.lenient import as_str
+from pplx_export.util.timefmt import format_utc, parse_time
 
 MODE_ORDER = ("search", "deep-research", "computer", "council", "study")
 
@@ -49,14 +49,14 @@ def _accounts(root: Path, config: Config) -> list[str]:
 
 def _index_age(path: Path, extracted_at: str, now: datetime) -> tuple[str, str, float | None]:
     """(timestamp, source, age in seconds) from the config stamp, else the file's mtime."""
-    stamp = parse_last_updated(extracted_at) if extracted_at else None
+    stamp = parse_time(extracted_at) if extracted_at else None
     if stamp is not None:
         return extracted_at, "config", (now - stamp).total_seconds()
     try:
         mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC)
     except OSError:
         return "", "", None
-    return mtime.strftime("%Y-%m-%dT%H:%M:%SZ"), "mtime", (now - mtime).total_seconds()
+    return format_utc(mtime), "mtime", (now - mtime).total_seconds()
 
 
 def _row_mode(row: dict[str, Any], disk_modes: dict[str, str]) -> str:
@@ -174,7 +174,7 @@ def collect_status(
         errors.append(entry)
     return {
         "archive": str(root),
-        "now": now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "now": format_utc(now),
         "verbosity": min(verbose, 3),
         "accounts": accounts,
         "state": {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pplx_export.jsontext import loads
+from pplx_export.util.jsontext import loads
 
 
 def as_dict(value: Any) -> dict[str, Any]:

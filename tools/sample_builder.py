@@ -1,6 +1,6 @@
 """Build the bundled sample library (`emulator/sample/`). Content written for this project.
 
-Regenerate after editing: `python -m pplx_export.emulator.sample_builder` (deterministic:
+Regenerate after editing: `python -m tools.sample_builder` (deterministic:
 same code, same bytes). The sample is laid out as an archive, so the emulator serves it the
 way it serves any archive; `_emulator.json` marks the deleted/expired threads, the expired
 asset and the report bodies. docs/emulator.md lists what each thread exercises.
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pplx_export.emulator.sample_shapes import (
+from tools.sample_shapes import (
     AUTHOR,
     assets_block,
     epoch_s,
@@ -877,7 +877,11 @@ def build(root: Path) -> list[SampleThread]:
 
 
 def main() -> int:
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent / "sample"
+    target = (
+        Path(sys.argv[1])
+        if len(sys.argv) > 1
+        else Path(__file__).resolve().parents[1] / "pplx_export" / "emulator" / "sample"
+    )
     threads = build(target)
     print(f"wrote {len(threads)} threads to {target}")
     return 0

@@ -1,4 +1,6 @@
-"""Timestamp helpers for payload times (protocol.md §5.6). Pure: no clock.
+"""UTC timestamps: parsing the forms payloads and archives hold, and the one stamp format we write.
+
+Pure: no clock. Payload times (protocol.md §5.6):
 
 The API mixes naive ISO strings (`updated_datetime`), aware ones with `+00:00`, `+0000` or
 `Z`, and integer microseconds. Naive values are UTC by convention; comparing a naive with an
@@ -16,6 +18,11 @@ from typing import Any
 _COMPACT_OFFSET = re.compile(r"([+-]\d{2})(\d{2})$")
 # More than six fractional digits is not accepted by fromisoformat: cut to microseconds.
 _LONG_FRACTION = re.compile(r"(\.\d{6})\d+")
+# "2035-12-26 00:03 UTC": the second-precision fallback some archived thread.json files hold.
+_UTC_SUFFIX = re.compile(r"\s*UTC$", re.IGNORECASE)
+_DATE_PREFIX = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
+# The one stamp format thread.json, state files and the config are written with.
+STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def parse_iso(value: Any) -> datetime | None:
@@ -55,11 +62,34 @@ def from_us(value: int | None) -> datetime | None:
         return None
 
 
-def format_utc_seconds(value: datetime) -> str:
-    """The second-precision `%Y-%m-%dT%H:%M:%SZ` form used by thread.json."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def us_to_iso(value: int | None) -> str:
     moment = from_us(value)
-    return format_utc_seconds(moment) if moment else ""
+    return format_utc(moment) if moment else ""
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A timezone-aware UTC datetime for sorting and `--since`, or None when unreadable.
+
+    ISO 8601 goes through `parse_iso` (naive = UTC); on top of it this accepts the
+    `YYYY-MM-DD HH:MM UTC` fallback some archived thread.json files hold, and a bare date.
+    """
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = _UTC_SUFFIX.sub("", value.strip())
+    parsed = parse_iso(text)
+    if parsed is not None:
+        return parsed
+    match = _DATE_PREFIX.match(text)
+    if not match:
+        return None
+    try:
+        return datetime(int(match[1]), int(match[2]), int(match[3]), tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def format_utc(moment: datetime) -> str:
+    """`%Y-%m-%dT%H:%M:%SZ` in UTC (naive means UTC): thread.json, state files, the config."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime(STAMP_FORMAT)

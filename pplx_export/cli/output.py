@@ -1,0 +1,39 @@
+"""What commands print: machine output on stdout, human summaries on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from pplx_export.errors import ThreadsFailed
+
+
+def emit_json(doc: Any) -> None:
+    """Machine output: one JSON document on stdout."""
+    sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+    sys.stdout.flush()
+
+
+def report_run(
+    line: str,
+    failures: list[tuple[str, str]],
+    *,
+    quiet: bool,
+    doc: Any = None,
+    failed_message: str = "",
+) -> None:
+    """A run's report: `doc` as JSON on stdout when given, else the summary line and one line
+    per (where, reason) failure on stderr; then exit 4 (ThreadsFailed) if `failed_message`."""
+    if doc is not None:
+        emit_json(doc)
+    elif not quiet:
+        sys.stderr.write(line + "\n")
+        for where, reason in failures:
+            sys.stderr.write(f"  failed: {where}: {reason}\n")
+    if failed_message:
+        raise ThreadsFailed(failed_message)
+
+
+def print_lines(lines: list[str]) -> None:
+    sys.stdout.write("".join(line + "\n" for line in lines))

@@ -1,0 +1,35 @@
+"""The run context: everything a library function needs from one invocation, resolved once.
+
+The CLI builds it from flags and the config; `sync/` and `perplexity/` take it. It lives
+below both (and imports nothing above `net/`) so no library module ever imports `cli/`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pplx_export.config import Config
+from pplx_export.models import Account
+from pplx_export.net.client import DEFAULT_BASE_URL
+from pplx_export.net.pacing import NetRuntime
+
+
+@dataclass
+class RunOptions:
+    """One command's resolved options plus the state its calls share (locks, network runtime)."""
+
+    config: Config
+    account: Account
+    out: Path
+    lang: str
+    base_url: str = DEFAULT_BASE_URL
+    cookies_from: str | None = None
+    cookies_file: Path | None = None
+    verbose: int = 0
+    quiet: bool = False
+    # Archive roots whose lock this invocation holds: `sync` = index + batch locks once.
+    held_locks: set[str] = field(default_factory=set)
+    # One pacer and set of counters for every session of the invocation (see
+    # perplexity.session.runtime_for); created on first use.
+    runtime: NetRuntime | None = None
