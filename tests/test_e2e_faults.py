@@ -11,7 +11,9 @@ import pytest
 
 from pplx_export.archive.library_index import load_index
 from pplx_export.archive.state import check_state_vs_dirs
-from pplx_export.emulator import DEFAULT_EMAIL, routes, run_emulator
+from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
+from pplx_export.emulator.http import Request, Response, json_response
+from pplx_export.emulator.routes import threads
 from tests.e2e_support import (
     E2E,
     FIXTURES,
@@ -147,7 +149,7 @@ def test_a_session_of_another_account_exits_3(tmp_path: Path) -> None:
         assert not env.out.exists()
 
 
-Route = Callable[[routes.Request], None]
+Route = Callable[[Request], Response]
 
 
 @pytest.fixture
@@ -165,17 +167,16 @@ def test_a_thread_not_allowed_is_recorded_and_the_batch_goes_on_with_exit_4(
 ) -> None:
     # The emulator has no per-thread permission; answer 403 for one thread in front of it.
     denied = "1a8f1da8-8aa6-52aa-8eeb-ae2a4072541d"
-    original: Route = routes.thread_detail
+    original: Route = threads.thread_detail
 
-    def detail(req: routes.Request) -> None:
-        if routes.thread_id_of(req.method, req.path) == denied:
-            req.handler.send_json(
+    def detail(req: Request) -> Response:
+        if threads.thread_id_of(req.method, req.path) == denied:
+            return json_response(
                 403, {"error_code": "VIEW_THREAD_NOT_ALLOWED", "message": "Not allowed"}
             )
-            return
-        original(req)
+        return original(req)
 
-    monkeypatch.setattr(routes, "thread_detail", detail)
+    monkeypatch.setattr(threads, "thread_detail", detail)
     result = indexed.cli("batch")
     assert result.exit_code == 4, result.output
     state = indexed.state()
@@ -197,18 +198,17 @@ def test_three_auth_errors_in_a_row_stop_the_batch_with_exit_3_and_state_saved(
     indexed: E2E, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The session dies after two threads: the emulator's token changes under the client.
-    original: Route = routes.thread_detail
+    original: Route = threads.thread_detail
     served: set[str] = set()
 
-    def detail(req: routes.Request) -> None:
-        served.add(routes.thread_id_of(req.method, req.path))
+    def detail(req: Request) -> Response:
+        served.add(threads.thread_id_of(req.method, req.path))
         if len(served) == 3:
-            req.server.config.session_token = "rotated-elsewhere"
-            req.handler.send_json(401, {"error_code": "UNAUTHORIZED"})
-            return
-        original(req)
+            req.app.config.session_token = "rotated-elsewhere"
+            return json_response(401, {"error_code": "UNAUTHORIZED"})
+        return original(req)
 
-    monkeypatch.setattr(routes, "thread_detail", detail)
+    monkeypatch.setattr(threads, "thread_detail", detail)
     result = indexed.cli("batch")
     assert result.exit_code == 3, result.output
     state = indexed.state()
@@ -233,20 +233,19 @@ def test_a_thread_answer_without_entries_fails_and_keeps_the_earlier_export(
     old_dir = indexed.out / indexed.state()[target]["dir"]
     before = {p.name: p.read_bytes() for p in old_dir.glob("raw_*.json")}
     indexed.emu.mutate(touch=target)
-    original: Route = routes.thread_detail
+    original: Route = threads.thread_detail
 
-    def detail(req: routes.Request) -> None:
+    def detail(req: Request) -> Response:
         schematized = req.arg("with_schematized_response") == "true"
-        if routes.thread_id_of(req.method, req.path) == target and schematized == (
+        if threads.thread_id_of(req.method, req.path) == target and schematized == (
             flavor == "schematized"
         ):
             # A glitch: a well-formed answer that holds no turn at all.
             empty = {"entries": [], "background_entries": [], "has_next_page": False}
-            req.handler.send_json(200, {**empty, "next_cursor": ""})
-            return
-        original(req)
+            return json_response(200, {**empty, "next_cursor": ""})
+        return original(req)
 
-    monkeypatch.setattr(routes, "thread_detail", detail)
+    monkeypatch.setattr(threads, "thread_detail", detail)
     result = indexed.cli("sync")
     assert result.exit_code == 4, result.output
     record = indexed.state()[target]
@@ -256,7 +255,7 @@ def test_a_thread_answer_without_entries_fails_and_keeps_the_earlier_export(
     assert {p.name: p.read_bytes() for p in old_dir.glob("raw_*.json")} == before
     assert [thread_uuid(d) for d in thread_dirs(indexed.out)].count(target) == 1
 
-    monkeypatch.setattr(routes, "thread_detail", original)
+    monkeypatch.setattr(threads, "thread_detail", original)
     result = indexed.cli("sync")
     assert result.exit_code == 0, result.output
     assert indexed.state()[target]["status"] == "ok"

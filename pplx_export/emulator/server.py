@@ -11,96 +11,47 @@ from __future__ import annotations
 
 import contextlib
 import json
-import random
-import re
 import socket
 import sys
 import threading
 import time
-import uuid as uuidlib
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pplx_export.emulator import routes
-from pplx_export.emulator.faults import CHALLENGE_HTML, FaultPlan, FaultSpec, parse_faults
+from pplx_export.emulator.app import (
+    DEFAULT_EMAIL,
+    DEFAULT_NAME,
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_TOKEN,
+    DEFAULT_USERNAME,
+    SESSION_COOKIE,
+    Emulator,
+    EmulatorConfig,
+)
+from pplx_export.emulator.faults import CHALLENGE_HTML, FaultSpec, parse_faults
+from pplx_export.emulator.http import Request, Response, error, json_response
 from pplx_export.emulator.library import Library
+from pplx_export.emulator.routes import assets as asset_routes
+from pplx_export.emulator.routes.control import mutate
 
 JSON = dict[str, Any]
 
-SESSION_COOKIE = "__Secure-next-auth.session-token"
-DEFAULT_EMAIL = "alice@example.com"
-DEFAULT_NAME = "Alice Example"
-DEFAULT_USERNAME = "alice"
-DEFAULT_TOKEN = "emulator-session-token-alice"
-DEFAULT_PAGE_SIZE = 5
-
-_UUIDISH = re.compile(r"^/rest/(thread|assets)/(?!list_|mark_viewed|delete_)[^/]+(/data)?$")
-
-
-@dataclass
-class EmulatorConfig:
-    page_size: int = DEFAULT_PAGE_SIZE
-    email: str = DEFAULT_EMAIL
-    name: str = DEFAULT_NAME
-    username: str = DEFAULT_USERNAME
-    session_token: str = DEFAULT_TOKEN
-    seed: int = 0
-    log_requests: bool = False
-    # More signed-in accounts (token -> (email, name)): every token opens the same library;
-    # the session probe answers the identity of the token sent (multi-account `init`).
-    extra_accounts: dict[str, tuple[str, str]] = field(default_factory=dict)
-
-    def identity(self, token: str) -> tuple[str, str] | None:
-        if token and token == self.session_token:
-            return self.email, self.name
-        return self.extra_accounts.get(token) if token else None
-
-
-class Stats:
-    """Request counters for `GET /__emulator/stats`; UUIDs are collapsed out of the keys."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.total = 0
-        self.by_endpoint: Counter[str] = Counter()
-        self.by_thread: Counter[str] = Counter()
-
-    def count(self, method: str, path: str, thread_id: str = "") -> None:
-        with self._lock:
-            self.total += 1
-            self.by_endpoint[f"{method} {endpoint_key(path)}"] += 1
-            if thread_id:
-                self.by_thread[thread_id] += 1
-
-    def snapshot(self) -> JSON:
-        with self._lock:
-            return {
-                "total": self.total,
-                "by_endpoint": dict(sorted(self.by_endpoint.items())),
-                "by_thread": dict(sorted(self.by_thread.items())),
-            }
-
-    def reset(self) -> None:
-        with self._lock:
-            self.total = 0
-            self.by_endpoint.clear()
-            self.by_thread.clear()
-
-
-def endpoint_key(path: str) -> str:
-    """`/rest/thread/<id>` -> `/rest/thread`, `/rest/assets/<id>/data` -> `/rest/assets/data`,
-    `/__emulator/files/<id>/<name>` -> `/__emulator/files`."""
-    if path.startswith("/__emulator/files/"):
-        return "/__emulator/files"
-    match = _UUIDISH.match(path)
-    if match:
-        return f"/rest/{match.group(1)}" + (match.group(2) or "")
-    return path
+__all__ = [
+    "DEFAULT_EMAIL",
+    "DEFAULT_NAME",
+    "DEFAULT_PAGE_SIZE",
+    "DEFAULT_TOKEN",
+    "DEFAULT_USERNAME",
+    "SESSION_COOKIE",
+    "EmulatorServer",
+    "RunningEmulator",
+    "make_server",
+    "run_emulator",
+]
 
 
 class EmulatorServer(ThreadingHTTPServer):
@@ -115,13 +66,9 @@ class EmulatorServer(ThreadingHTTPServer):
         faults: FaultSpec,
     ) -> None:
         super().__init__(address, EmulatorHandler)
-        self.library = library
-        self.config = config
-        self.faults = FaultPlan(faults, config.seed)
-        self.stats = Stats()
-        # Separate stream for generated ids, so faults and ids never shift each other.
-        self._ids = random.Random(f"ids-{config.seed}")
-        self._ids_lock = threading.Lock()
+        self.app = Emulator(library, config, faults)
+        host, port = self.server_address[:2]
+        self.app.base_url = f"http://{host!s}:{port}"
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hangs up mid-answer (timeouts, the drop fault, a killed export) is
@@ -132,12 +79,15 @@ class EmulatorServer(ThreadingHTTPServer):
 
     @property
     def base_url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self.app.base_url
 
-    def new_id(self) -> str:
-        with self._ids_lock:
-            return str(uuidlib.UUID(int=self._ids.getrandbits(128), version=4))
+    @property
+    def library(self) -> Library:
+        return self.app.library
+
+    @property
+    def config(self) -> EmulatorConfig:
+        return self.app.config
 
 
 class EmulatorHandler(BaseHTTPRequestHandler):
@@ -150,17 +100,17 @@ class EmulatorHandler(BaseHTTPRequestHandler):
     # -- plumbing ------------------------------------------------------------------------
 
     @property
-    def emu(self) -> EmulatorServer:
-        return cast(EmulatorServer, self.server)
+    def app(self) -> Emulator:
+        return cast(EmulatorServer, self.server).app
 
     def log_message(self, format: str, *args: Any) -> None:
         # Quiet by default: tests and `demo` must not see a line per request on stderr.
-        if self.emu.config.log_requests:
+        if self.app.config.log_requests:
             sys.stderr.write(f"emulator: {format % args}\n")
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         # Path only: query strings may carry signed-URL parameters.
-        if self.emu.config.log_requests:
+        if self.app.config.log_requests:
             path = urlsplit(self.path).path
             sys.stderr.write(f"emulator: {self.command} {path} {code}\n")
 
@@ -177,23 +127,26 @@ class EmulatorHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
-    def send_bytes(
-        self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
-    ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in (headers or {}).items():
+    def _send(self, response: Response) -> None:
+        """Write a handler's `Response`: a body with its length, or a stream that ends with
+        the connection."""
+        self.send_response(response.status)
+        self.send_header("Content-Type", response.content_type)
+        if response.stream is None:
+            self.send_header("Content-Length", str(len(response.body)))
+        else:
+            self.close_connection = True
+        for key, value in response.headers.items():
             self.send_header(key, value)
         self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        if getattr(self, "_truncate", False):
-            body = body[: max(1, len(body) // 2)]
-        self.send_bytes(status, body, "application/json; charset=utf-8", headers)
+        if self.command == "HEAD":
+            return
+        if response.stream is None:
+            self.wfile.write(response.body)
+            return
+        for chunk in response.stream:
+            self.wfile.write(chunk)
+            self.wfile.flush()
 
     def _cookie(self, name: str) -> str:
         for part in (self.headers.get("Cookie") or "").split(";"):
@@ -211,47 +164,43 @@ class EmulatorHandler(BaseHTTPRequestHandler):
     # -- dispatch ------------------------------------------------------------------------
 
     def _dispatch(self, method: str) -> None:
-        self._truncate = False
         split = urlsplit(self.path)
         path = unquote(split.path)
         # Keep blank values: a cursor that decodes to "" must be seen, not dropped.
         query = parse_qs(split.query, keep_blank_values=True)
         body = self._read_body()
         if path.startswith("/__emulator/"):
-            self._control(method, path, body, query)
+            self._send(self._control(method, path, split.path, body))
             return
-        thread_id = routes.thread_id_of(method, path)
-        self.emu.stats.count(method, path, thread_id)
-        if not self._apply_faults(path):
+        self.app.stats.count(method, path, routes.thread_id_of(method, path))
+        faulted, truncate = self._apply_faults(path)
+        if faulted is not None:
+            if faulted.status:  # status 0: the drop fault, already closed
+                self._send(faulted)
             return
-        identity = self.emu.config.identity(self._cookie(SESSION_COOKIE))
+        identity = self.app.config.identity(self._cookie(SESSION_COOKIE))
         if identity is None:
-            self.send_json(401, {"error_code": "UNAUTHORIZED", "message": "Not signed in"})
+            self._send(error(401, "UNAUTHORIZED", "Not signed in"))
             return
-        ctx = routes.Request(
-            method=method,
-            path=path,
-            query=query,
-            body=body,
-            handler=self,
-            server=self.emu,
-            identity=identity,
-        )
-        routes.route(ctx)
+        req = Request(method, path, query, body, self.app, identity, truncate)
+        response = routes.dispatch(req)
+        if truncate and response.stream is None:
+            response.body = response.body[: max(1, len(response.body) // 2)]
+        self._send(response)
 
-    def _apply_faults(self, path: str) -> bool:
-        """Return False when a fault already answered (or dropped) the request."""
-        spec = self.emu.faults.spec
+    def _apply_faults(self, path: str) -> tuple[Response | None, bool]:
+        """(the fault's answer, or None to go on; whether to truncate the answer)."""
+        spec = self.app.faults.spec
         if path == "/api/auth/session" and not spec.include_session:
-            return True
+            return None, False
         if spec.latency_s:
             time.sleep(spec.latency_s)
-        decision = self.emu.faults.decide()
+        decision = self.app.faults.decide()
         if decision.kind == "drop":
             self._drop()
-            return False
+            return Response(0), False
         if decision.kind == "429":
-            self.send_json(
+            return json_response(
                 429,
                 {"error_code": "RATE_LIMITED", "message": "Too many requests"},
                 {
@@ -260,44 +209,36 @@ class EmulatorHandler(BaseHTTPRequestHandler):
                     "RateLimit-Remaining": "0",
                     "RateLimit-Reset": spec.retry_after,
                 },
-            )
-            return False
+            ), False
         if decision.kind == "5xx":
-            self.send_json(
+            return json_response(
                 decision.status, {"error_code": "SERVER_ERROR", "status": decision.status}
-            )
-            return False
+            ), False
         if decision.kind == "challenge":
-            self.send_bytes(200, CHALLENGE_HTML, "text/html; charset=utf-8")
-            return False
-        if decision.kind == "truncate":
-            self._truncate = True
-        return True
+            return Response(200, CHALLENGE_HTML, "text/html; charset=utf-8"), False
+        return None, decision.kind == "truncate"
 
     # -- control endpoints (never faulted, never counted except file downloads) ----------
 
-    def _control(self, method: str, path: str, body: bytes, query: dict[str, list[str]]) -> None:
+    def _control(self, method: str, path: str, raw_path: str, body: bytes) -> Response:
+        app = self.app
         if path.startswith("/__emulator/files/") and method == "GET":
-            self.emu.stats.count(method, path)
-            routes.serve_file(self, self.emu, path)
-            return
+            app.stats.count(method, path)
+            # The raw path: a file name may hold an escaped slash.
+            return asset_routes.serve_file(app, raw_path)
         if path == "/__emulator/stats" and method == "GET":
-            self.send_json(200, self.emu.stats.snapshot())
-            return
+            return json_response(200, app.stats.snapshot())
         if path == "/__emulator/reset-stats" and method == "POST":
-            self.emu.stats.reset()
-            self.send_json(200, {"status": "success"})
-            return
+            app.stats.reset()
+            return json_response(200, {"status": "success"})
         if path == "/__emulator/mutate" and method == "POST":
             try:
                 payload = json.loads(body or b"{}")
             except ValueError:
-                self.send_json(400, {"error_code": "INVALID_JSON"})
-                return
-            status, answer = routes.mutate(self.emu, payload if isinstance(payload, dict) else {})
-            self.send_json(status, answer)
-            return
-        self.send_json(404, {"error_code": "NOT_FOUND", "path": path})
+                return error(400, "INVALID_JSON")
+            status, answer = mutate(app, payload if isinstance(payload, dict) else {})
+            return json_response(status, answer)
+        return error(404, "NOT_FOUND", path=path)
 
 
 # -- running -------------------------------------------------------------------------------
@@ -349,26 +290,26 @@ class RunningEmulator:
 
     @property
     def library(self) -> Library:
-        return self.server.library
+        return self.server.app.library
 
     @property
     def session_token(self) -> str:
-        return self.server.config.session_token
+        return self.server.app.config.session_token
 
     @property
     def cookies(self) -> dict[str, str]:
-        return {SESSION_COOKIE: self.server.config.session_token}
+        return {SESSION_COOKIE: self.server.app.config.session_token}
 
     def stats(self) -> JSON:
-        return self.server.stats.snapshot()
+        return self.server.app.stats.snapshot()
 
     def reset_stats(self) -> None:
-        self.server.stats.reset()
+        self.server.app.stats.reset()
 
     def mutate(self, payload: JSON | None = None, **kwargs: Any) -> JSON:
         """`mutate(touch=uuid)` or `mutate({"delete": uuid, "listed": True})`, like the
         control endpoint; an unknown thread or action raises KeyError."""
-        status, answer = routes.mutate(self.server, {**(payload or {}), **kwargs})
+        status, answer = mutate(self.server.app, {**(payload or {}), **kwargs})
         if status != 200:
             raise KeyError(answer.get("error_code", "mutate failed"))
         return answer

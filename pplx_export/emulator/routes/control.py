@@ -1,0 +1,37 @@
+"""Library mutations for tests and demos (`POST /__emulator/mutate`, `RunningEmulator.mutate`)."""
+
+from __future__ import annotations
+
+from pplx_export.emulator.app import Emulator
+from pplx_export.emulator.http import JSON
+from pplx_export.emulator.library import DELETED, EXPIRED, OK
+from pplx_export.util.lenient import as_str
+
+
+def mutate(app: Emulator, payload: JSON) -> tuple[int, JSON]:
+    library = app.library
+    try:
+        if "touch" in payload:
+            record = library.touch(as_str(payload["touch"]), app.new_id())
+            action = "touch"
+        elif "delete" in payload:
+            listed = bool(payload.get("listed", False))
+            record = library.set_state(as_str(payload["delete"]), DELETED, listed=listed)
+            action = "delete"
+        elif "expire" in payload:
+            record = library.set_state(as_str(payload["expire"]), EXPIRED, listed=True)
+            action = "expire"
+        elif "restore" in payload:
+            record = library.set_state(as_str(payload["restore"]), OK, listed=True)
+            action = "restore"
+        else:
+            return 400, {"error_code": "INVALID_REQUEST", "message": "touch|delete|expire|restore"}
+    except KeyError:
+        return 404, {"error_code": "THREAD_NOT_FOUND"}
+    return 200, {
+        "status": "success",
+        "action": action,
+        "thread": record.uuid,
+        "lastUpdated": record.last_updated,
+        "n_entries": len(record.entries),
+    }

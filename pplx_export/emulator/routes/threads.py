@@ -1,0 +1,80 @@
+"""Thread detail: plain and schematized pages with opaque cursors (protocol §2.4)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+
+from pplx_export.emulator import assets as assetlib
+from pplx_export.emulator.http import JSON, Request, Response, error
+from pplx_export.emulator.library import DELETED, EXPIRED, ThreadRecord, blocks_from_plain
+from pplx_export.util.lenient import dicts
+
+THREAD_PREFIX = "/rest/thread/"
+_THREAD_SUBPATHS = ("list_", "mark_viewed", "delete_")
+
+
+def cursor_token(thread_uuid: str, flavor: str, page: int) -> str:
+    """Opaque next_cursor with characters that must be percent-encoded (`/ = + &`)."""
+    digest = hashlib.sha256(f"{thread_uuid}|{flavor}|{page}".encode()).hexdigest()[:10]
+    return f"c/{page}={digest}+{flavor}&"
+
+
+def thread_id_of(method: str, path: str) -> str:
+    """The thread UUID of a thread-detail request (for `by_thread`), else ""."""
+    if method != "GET" or not path.startswith(THREAD_PREFIX):
+        return ""
+    rest = path[len(THREAD_PREFIX) :]
+    if not rest or "/" in rest or rest.startswith(_THREAD_SUBPATHS):
+        return ""
+    return rest
+
+
+def _state_error(record: ThreadRecord) -> Response | None:
+    if record.state == DELETED:
+        return error(400, "ENTRY_DELETED", "This entry has been deleted")
+    if record.state == EXPIRED:
+        return error(400, "ENTRY_EXPIRED", "This entry has expired")
+    return None
+
+
+def thread_detail(req: Request) -> Response:
+    thread_id = thread_id_of(req.method, req.path)
+    library = req.app.library
+    record = library.get(thread_id)
+    if record is None:
+        return error(404, "THREAD_NOT_FOUND", "Not found")
+    refused = _state_error(record)
+    if refused is not None:
+        return refused
+    schematized = req.arg("with_schematized_response").lower() == "true"
+    flavor = "s" if schematized else "p"
+    size = req.app.config.page_size
+    with library.lock:
+        if schematized:
+            source = record.blocks if record.blocks is not None else blocks_from_plain(record.plain)
+        else:
+            source = record.plain
+        entries = dicts(source.get("entries"))
+        n_pages = max(1, -(-len(entries) // size))
+        page = 0
+        if "cursor" in req.query:
+            sent = req.arg("cursor")
+            matches = [n for n in range(1, n_pages) if cursor_token(record.uuid, flavor, n) == sent]
+            if not matches:
+                return error(400, "INVALID_CURSOR", "Unknown cursor")
+            page = matches[0]
+        last = page == n_pages - 1
+        payload: JSON = {
+            "thread_metadata": source.get("thread_metadata"),
+            "entries": entries[page * size : (page + 1) * size],
+            "background_entries": dicts(source.get("background_entries")) if last else [],
+            "has_next_page": not last,
+            "next_cursor": "" if last else cursor_token(record.uuid, flavor, page + 1),
+        }
+        if schematized:
+            payload = copy.deepcopy(payload)
+            assetlib.rewrite_blocks_page(payload, req.app.base_url)
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    return Response(200, body)
