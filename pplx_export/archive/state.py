@@ -3,7 +3,8 @@
 Version 1 on disk: `{"version": 1, "threads": {web_uuid: record}}`; a record is
 `{status, lastUpdated, title[:80], ...}` plus, by status:
 
-    ok       exported_at, dir? (thread directory relative to the archive root)
+    ok       exported_at, dir? (thread directory relative to the archive root), note? (kept
+             but flagged: e.g. its schematized listing ended early)
     error    failed_at, error[:300]
     expired  expired_at, note
     deleted  deleted_at, note
@@ -264,6 +265,7 @@ class BatchState:
         title: str,
         dir: str | None = None,
         now: datetime | None = None,
+        note: str = "",
     ) -> None:
         record: Record = {
             "status": "ok",
@@ -273,6 +275,8 @@ class BatchState:
         }
         if dir:
             record["dir"] = dir
+        if note:  # kept but flagged, e.g. a schematized listing that ended early
+            record["note"] = note[:ERROR_MAX]
         self._set(uuid, record)
 
     def mark_error(
