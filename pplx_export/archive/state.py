@@ -181,7 +181,10 @@ class BatchState:
 
     @classmethod
     def load(cls, root: Path, *, repair: bool = True, now: datetime | None = None) -> BatchState:
-        """Read the state of the archive at `root`. Missing -> empty.
+        """Read the state of the archive at `root`.
+
+        Missing -> rebuilt from the thread.json files on disk (empty for a new archive): a
+        deleted or lost state file must not cost a re-download of every archived thread.
 
         Corrupt (bad JSON, wrong shape) -> moved aside, rebuilt from the thread.json files on
         disk (plus any record of the old file that still parses, for threads not on disk:
@@ -193,6 +196,16 @@ class BatchState:
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
+            state.threads = rebuild_from_disk(root, now=now)
+            if state.threads:
+                state.rebuilt = True
+                log.warning(
+                    "batch state %s is missing; rebuilt from disk (%d threads)",
+                    path,
+                    len(state.threads),
+                )
+                if repair:
+                    state.save()
             return state
         try:
             text = raw.decode("utf-8")
