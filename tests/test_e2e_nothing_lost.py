@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
-from tests.e2e_support import E2E, FIXTURES, by_endpoint, fixture_threads
+from pplx_export.emulator import DEFAULT_EMAIL, parse_faults, run_emulator
+from pplx_export.emulator.faults import FaultPlan
+from tests.e2e_support import (
+    E2E,
+    FIXTURES,
+    by_endpoint,
+    fixture_threads,
+    leftover_temp_files,
+)
 
 
 @pytest.fixture
@@ -32,3 +42,62 @@ def test_a_missing_state_is_rebuilt_from_disk_and_costs_no_thread_fetch(exported
     after = exported.state()
     assert set(after) == set(before) == set(fixture_threads())
     assert {u: r["dir"] for u, r in after.items()} == {u: r["dir"] for u, r in before.items()}
+
+
+def _fresh(tmp_path: Path, emu: Any) -> E2E:
+    env = E2E(emu, tmp_path)
+    env.write_files(DEFAULT_EMAIL)
+    assert env.cli("index").exit_code == 0
+    return env
+
+
+def test_a_full_disk_stops_the_batch_with_one_line_and_the_rerun_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def replace(src: Any, dst: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] >= 25:  # some threads in: every write fails from here on
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_replace(src, dst)
+
+    with run_emulator(FIXTURES, page_size=100) as emu:
+        env = _fresh(tmp_path, emu)
+        monkeypatch.setattr(os, "replace", replace)
+        result = env.cli("batch")
+        monkeypatch.setattr(os, "replace", real_replace)
+        assert result.exit_code == 1
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1, result.stderr
+        assert errors[0].startswith("error: disk full while writing ")
+        assert errors[0].endswith("; nothing is lost, free some space and rerun")
+        assert "Traceback" not in result.stderr
+        assert leftover_temp_files(env.out) == []
+        assert env.cli("batch").exit_code == 0
+        state = env.state()
+        assert {r["status"] for r in state.values()} == {"ok"}
+        assert set(state) == set(fixture_threads())
+
+
+def test_a_429_storm_stops_the_batch_early_with_state_saved(tmp_path: Path) -> None:
+    with run_emulator(FIXTURES, page_size=100) as emu:
+        env = _fresh(tmp_path, emu)
+        env.config.write_text(
+            env.config.read_text("utf-8").replace(
+                "backoff_cap = 0\n", "backoff_cap = 0\nmax_retries = 1\n"
+            ),
+            "utf-8",
+        )
+        emu.server.app.faults = FaultPlan(parse_faults("429=1,retry_after=0"), 0)
+        emu.reset_stats()
+        result = env.cli("batch")
+        assert result.exit_code == 1
+        assert "rate limited on 3 threads in a row; state saved, rerun later" in result.stderr
+        # Three threads tried (each: the first request and one retry), the rest untouched.
+        assert len(env.stats()["by_thread"]) == 3
+        state = env.state()
+        assert len(state) == 3 and {r["status"] for r in state.values()} == {"error"}
+        emu.server.app.faults = FaultPlan(parse_faults(""), 0)
+        assert env.cli("batch").exit_code == 0

@@ -25,9 +25,11 @@ from pplx_export.errors import (
     ApiError,
     ArchiveError,
     AuthError,
+    DiskFull,
     EntryDeleted,
     EntryExpired,
     Interrupted,
+    RateLimited,
     SchemaError,
     UsageError,
 )
@@ -46,6 +48,7 @@ from pplx_export.sync.progress import progress_reporter
 log = logging.getLogger(__name__)
 
 AUTH_FAIL_FAST = 3
+RATE_LIMIT_FAIL_FAST = 3
 
 
 @dataclass
@@ -126,16 +129,29 @@ def run_index(opts: RunOptions, *, full: bool, api: PerplexityAPI | None = None)
     return result
 
 
+@dataclass
+class Streaks:
+    """Consecutive threads that failed the same run-stopping way (reset by any other outcome)."""
+
+    auth: int = 0
+    rate_limited: int = 0
+
+    def record(self, exc: BaseException | None) -> None:
+        self.auth = self.auth + 1 if isinstance(exc, AuthError) else 0
+        self.rate_limited = self.rate_limited + 1 if isinstance(exc, RateLimited) else 0
+
+
 def _export_item(
     exporter: Exporter,
     item: PlanItem,
     summary: BatchSummary,
-    auth_streak: list[int],
+    streaks: Streaks,
     url: str = "",
 ) -> None:
     """Export one planned thread and record its outcome; raise only to stop the run."""
     uuid = item.uuid
     state = exporter.state
+    failure: BaseException | None = None
     try:
         directory = exporter.export(uuid, item.row, url)
     except EntryDeleted as exc:
@@ -146,26 +162,35 @@ def _export_item(
         state.mark_expired(uuid, note=exc.reason[:ERROR_MAX])
         summary.expired += 1
         log.warning("thread %s (%s) expired on Perplexity", uuid, item.title)
-    except AuthError as exc:
-        auth_streak[0] += 1
-        _record_failure(exporter, item, summary, exc)
-        if auth_streak[0] >= AUTH_FAIL_FAST:
-            raise AuthError(
-                f"{AUTH_FAIL_FAST} authentication failures in a row; state saved ({exc.reason})",
-                endpoint=exc.endpoint,
-            ) from exc
-        return
     except (ApiError, SchemaError, ArchiveError, OSError) as exc:
-        _record_failure(exporter, item, summary, exc)
+        full = DiskFull.of(exc)
+        if full is not None:
+            raise full from exc  # every later write (the state too) would fail the same way
+        failure = exc
     except Exception as exc:
         # A bug in parse/render on one odd payload must not cost the user the rest of the
         # batch: record it on the thread (with the traceback in the debug log) and go on.
         log.debug("thread %s: unexpected error", uuid, exc_info=True)
-        _record_failure(exporter, item, summary, exc)
+        failure = exc
     else:
         summary.ok += 1
         log.debug("exported %s -> %s", uuid, directory)
-    auth_streak[0] = 0
+    streaks.record(failure)
+    if failure is None:
+        return
+    _record_failure(exporter, item, summary, failure)
+    if isinstance(failure, AuthError) and streaks.auth >= AUTH_FAIL_FAST:
+        raise AuthError(
+            f"{AUTH_FAIL_FAST} authentication failures in a row; state saved ({failure.reason})",
+            endpoint=failure.endpoint,
+        ) from failure
+    if isinstance(failure, RateLimited) and streaks.rate_limited >= RATE_LIMIT_FAIL_FAST:
+        # Every retry of these threads was spent already: going on would only add requests
+        # to a throttled session. The state is saved; the next run picks up from here.
+        raise RateLimited(
+            f"rate limited on {RATE_LIMIT_FAIL_FAST} threads in a row; state saved, rerun later",
+            endpoint=failure.endpoint,
+        ) from failure
 
 
 def _record_failure(
@@ -249,16 +274,21 @@ def _run_items(
     api = api or open_session(opts)
     before = api.requests_made
     exporter = _exporter(opts, api, state)
-    auth_streak = [0]
+    streaks = Streaks()
     try:
         with progress_reporter("batch", quiet=opts.quiet) as bar:
             bar.set_total(len(work))
             for item, url in work:
-                _export_item(exporter, item, summary, auth_streak, url)
+                _export_item(exporter, item, summary, streaks, url)
                 bar.advance(item.title)
     except KeyboardInterrupt:
         state.save()
         raise Interrupted("interrupted; state saved, rerun to continue") from None
+    except OSError as exc:  # e.g. recording a failure when the disk filled up meanwhile
+        full = DiskFull.of(exc)
+        if full is None:
+            raise
+        raise full from exc
     finally:
         summary.requests = api.requests_made - before
         summary.elapsed = time.monotonic() - started
@@ -283,21 +313,39 @@ def run_export(
         str(r.get("entryUUID")): r for r in load_index(opts.out, opts.account.name).threads
     }
     summary = BatchSummary()
-    with _locked(opts):
-        state = BatchState.load(opts.out)
-        work: list[tuple[PlanItem, str]] = []
-        for uuid, url in targets:
-            row = rows.get(uuid)
-            if not force and unchanged_since_export(state, uuid, row):
-                summary.skipped += 1
-                log.info("thread %s unchanged since its export (use --force)", uuid)
-                continue
-            title = str((row or {}).get("title") or "")
-            last_updated = str((row or {}).get("lastUpdated") or "")
-            work.append((PlanItem(uuid, title, last_updated, "new", "", row or {}), url))
-        if work:
-            _run_items(opts, api, state, work, summary)
+    # Sign in before taking the lock: a session that fails leaves a new archive untouched.
+    own = api is None
+    api = api or open_session(opts)
+    try:
+        with _locked(opts):
+            _export_refs(opts, api, targets, rows, force, summary)
+    finally:
+        if own:
+            api.close()
     return summary
+
+
+def _export_refs(
+    opts: RunOptions,
+    api: PerplexityAPI,
+    targets: list[tuple[str, str]],
+    rows: dict[str, Any],
+    force: bool,
+    summary: BatchSummary,
+) -> None:
+    state = BatchState.load(opts.out)
+    work: list[tuple[PlanItem, str]] = []
+    for uuid, url in targets:
+        row = rows.get(uuid)
+        if not force and unchanged_since_export(state, uuid, row):
+            summary.skipped += 1
+            log.info("thread %s unchanged since its export (use --force)", uuid)
+            continue
+        title = str((row or {}).get("title") or "")
+        last_updated = str((row or {}).get("lastUpdated") or "")
+        work.append((PlanItem(uuid, title, last_updated, "new", "", row or {}), url))
+    if work:
+        _run_items(opts, api, state, work, summary)
 
 
 def run_sync(
