@@ -101,3 +101,9 @@ def test_a_429_storm_stops_the_batch_early_with_state_saved(tmp_path: Path) -> N
         assert len(state) == 3 and {r["status"] for r in state.values()} == {"error"}
         emu.server.app.faults = FaultPlan(parse_faults(""), 0)
         assert env.cli("batch").exit_code == 0
+
+
+def test_no_file_under_the_archive_holds_a_cookie_value(exported: E2E) -> None:
+    token = exported.emu.session_token.encode()
+    leaks = [p for p in exported.out.rglob("*") if p.is_file() and token in p.read_bytes()]
+    assert leaks == []
