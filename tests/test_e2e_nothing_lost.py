@@ -107,3 +107,20 @@ def test_no_file_under_the_archive_holds_a_cookie_value(exported: E2E) -> None:
     token = exported.emu.session_token.encode()
     leaks = [p for p in exported.out.rglob("*") if p.is_file() and token in p.read_bytes()]
     assert leaks == []
+
+
+def test_debris_in_a_thread_the_batch_does_not_touch_is_swept(exported: E2E) -> None:
+    some_dir = exported.out / next(iter(exported.state().values()))["dir"]
+    planted = [
+        some_dir / ".pplx-tmp-abc123",
+        some_dir / "turns" / ".pplx-tmp-def456",
+        some_dir.parent / ".pplx-trash-2031-01-01_old_deadbeef" / "raw_entries.json",
+    ]
+    for path in planted:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("torn")
+    result = exported.cli("batch")  # nothing to export: every thread is done
+    assert result.exit_code == 0, result.output
+    assert leftover_temp_files(exported.out) == []
+    assert not (some_dir.parent / ".pplx-trash-2031-01-01_old_deadbeef").exists()
+    assert by_endpoint(exported.stats(), "GET /rest/thread") == 0

@@ -19,7 +19,7 @@ from typing import Any
 from pplx_export.archive.library_index import INDEX_DIR, load_index
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.state import ERROR_MAX, BatchState
-from pplx_export.archive.sweep import sweep_temp_files
+from pplx_export.archive.sweep import sweep_archive, sweep_temp_files
 from pplx_export.context import RunOptions
 from pplx_export.errors import (
     ApiError,
@@ -251,6 +251,7 @@ def run_batch(
         plan, _state = plan_batch(opts, filters)
         return plan
     with _locked(opts):
+        sweep_archive(opts.out)
         plan, state = plan_batch(opts, filters)
         summary = BatchSummary(early_stopped=len(plan.early_stopped))
         summary.skipped = sum(1 for item in plan.items if item.kind not in ("new", "updated"))
