@@ -85,4 +85,5 @@ def mark_viewed(req: Request) -> Response:
     ids = [as_str(v) for v in as_list(req.json().get("context_uuids"))]
     if not ids:
         return error(400, "INVALID_REQUEST", "no context_uuids")
+    req.app.mark_viewed(ids)
     return json_response(200, {"status": "success"})
