@@ -121,10 +121,11 @@ class AskResult:
             "answer": self.answer,
         }
 
-    def step_failed(self, step: str, exc: BaseException | str) -> None:
+    def step_failed(self, step: str, exc: BaseException | str, *, quiet: bool = False) -> None:
         reason = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
         self.step_errors.append({"step": step, "error": reason})
-        log.warning("%s: %s", step, reason)
+        if not quiet:
+            log.warning("%s failed: %s", step, reason)
 
 
 # -- step 1: input, before any request ---------------------------------------------------------
@@ -365,7 +366,8 @@ def _settle_broken_stream(
             f"archive it when it finishes with: pplx-export export {result.thread_url}"
         )
         return False
-    result.step_failed("stream", reason)
+    result.step_failed("stream", reason, quiet=True)  # said above
+    log.info("the thread completed on Perplexity")
     result.answer = turn_answer(plain, state.backend_uuid) or state.answer
     result.context_uuid = result.context_uuid or context_uuid_of(plain)
     return True

@@ -114,4 +114,6 @@ def watch(
         elif kind == "end":
             return WatchResult(state, "the stream ended before its final event", elapsed=elapsed)
         else:
-            return WatchResult(state, f"the stream broke: {value}", elapsed=elapsed)
+            # An ApiError's reason without its "POST /rest/sse/perplexity_ask: " prefix.
+            reason = getattr(value, "reason", "") or str(value)
+            return WatchResult(state, f"the stream broke ({reason})", elapsed=elapsed)
