@@ -31,7 +31,7 @@ def _print_answer(text: str) -> None:
         sys.stdout.flush()
 
 
-@main.command()
+@main.command(short_help="Ask; watch the answer live; archive the thread when done.")
 @click.argument("prompt")
 @click.option(
     "--mode",
@@ -59,6 +59,7 @@ def _print_answer(text: str) -> None:
 @click.option(
     "--timeout",
     type=click.FloatRange(min=1),
+    metavar="S",
     default=ASK_TIMEOUT,
     show_default=True,
     help="Give up after this many seconds without any news from the stream.",
@@ -103,7 +104,7 @@ def ask(
         raise result.error
 
 
-@main.command("mark-read")
+@main.command("mark-read", short_help="Mark a thread read.")
 @click.argument("thread")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 @common_options

@@ -30,7 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--page-size", type=int, default=DEFAULT_PAGE_SIZE, help="entries per thread page"
     )
     parser.add_argument(
-        "--faults", default="", help='e.g. "latency=20ms,429=0.1,500=0.05,drop=0.02"'
+        "--faults",
+        default="",
+        help='e.g. "latency=20ms,429=0.1,500=0.05,drop=0.02"; the SSE ask: '
+        '"ask_silence=5s,ask_step=300ms,ask=cut|cut_running|end|error|hang,ask_404=1"',
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault and id streams")
     parser.add_argument("--email", default=DEFAULT_EMAIL)
