@@ -359,3 +359,43 @@ def test_space_create_prints_uuid_slug_url(rig: Rig) -> None:
     doc = json.loads(rig.run("space-create", "Second", "--json").stdout)
     assert set(doc) == {"uuid", "slug", "title", "url"}
     assert rig.run("space-create", "  ").exit_code == 2
+
+
+def test_the_ask_request_is_never_retried(rig: Rig) -> None:
+    faulted(rig, "503=1")  # every request but the session probe answers 503
+    result = rig.run("ask", "Once only")
+    assert result.exit_code == 1
+    assert "503" in result.stderr
+    assert rig.calls(ASK_ENDPOINT) == 1
+    assert rig.emu.library.listing()[0].title != "Once only"
+
+
+def test_ctrl_c_stops_watching_with_exit_130(rig: Rig) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    faulted(rig, "ask_silence=60s")
+    (rig.tmp / "cookies.json").write_text(json.dumps(rig.emu.cookies), "utf-8")
+    argv = [sys.executable, "-c", "from pplx_export.cli.ask import main; main()", "ask", "Slow"]
+    argv += ["--mode", "council", "--config", str(rig.tmp / "config.toml")]
+    argv += ["--cookies", str(rig.tmp / "cookies.json"), "--out", str(rig.out)]
+    argv += ["--base-url", rig.emu.base_url]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # the thread exists once its URL is printed
+        line = proc.stderr.readline()
+        lines.append(line)
+        if "/search/" in line or not line:
+            break
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, "".join(lines) + err
+    uuid = rig.emu.library.listing()[0].uuid
+    assert f"/search/{uuid}" in err and f"pplx-export export {rig.emu.base_url}" in err
+    assert out == "" and "Traceback" not in err
+    assert rig.thread_dirs() == []

@@ -347,7 +347,12 @@ def _settle_broken_stream(
     state = watched.state
     reason = watched.stream_error
     if not state.backend_uuid:
-        result.error = PplxError(f"{reason}, before the thread was created; nothing to archive")
+        if isinstance(watched.error, ApiError) and not state.events:
+            # The ask itself was refused (401, 429, 5xx, ...): that error, with its exit code.
+            # It is not retried: a retry could start a second thread.
+            result.error = watched.error
+        else:
+            result.error = PplxError(f"{reason}, before the thread was created; nothing to archive")
         return False
     log.warning("%s; checking the thread", reason)
     try:

@@ -76,6 +76,7 @@ class WatchResult:
     stream_error: str = ""  # "" when the stream ended with its final event
     timed_out: bool = False
     elapsed: float = 0.0
+    error: PplxError | None = None  # what broke the stream, when something raised
 
 
 def watch(
@@ -116,4 +117,4 @@ def watch(
         else:
             # An ApiError's reason without its "POST /rest/sse/perplexity_ask: " prefix.
             reason = getattr(value, "reason", "") or str(value)
-            return WatchResult(state, f"the stream broke ({reason})", elapsed=elapsed)
+            return WatchResult(state, f"the stream broke ({reason})", elapsed=elapsed, error=value)
