@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.state import BatchState
@@ -232,13 +232,17 @@ def _space_uuid(api: PerplexityAPI, slug: str, what: str) -> str:
 # -- step 4: after completion -------------------------------------------------------------------
 
 
-def fetch_settled(
-    api: PerplexityAPI, uuid: str, sleep: Callable[[float], None], cap: float
-) -> JSON:
-    """The thread, fetched; a 404 is retried after growing pauses (a just-created thread)."""
+T = TypeVar("T")
+
+
+def retry_not_found(
+    call: Callable[[], T], uuid: str, sleep: Callable[[float], None], cap: float
+) -> T:
+    """`call()`, again after growing pauses while it raises NotFound: a just-created thread
+    may answer 404 for a moment (protocol §2.12). The last NotFound propagates."""
     for delay in (*NOT_FOUND_DELAYS, None):
         try:
-            return api.thread(uuid)
+            return call()
         except NotFound:
             if delay is None:
                 raise
@@ -250,28 +254,18 @@ def fetch_settled(
 def archive_thread(
     opts: RunOptions, api: PerplexityAPI, uuid: str, sleep: Callable[[float], None]
 ) -> Path:
-    """Export the thread through the normal pipeline (lock, state, Exporter), retrying the
-    brief 404 of a just-created thread."""
-    cap = opts.config.network.backoff_cap
+    """Export the thread through the normal pipeline (lock, state, Exporter)."""
     with archive_lock(opts.out, opts.held_locks):
-        state = BatchState.load(opts.out)
         exporter = Exporter(
             api=api,
             root=opts.out,
             account=opts.account,
             lang=opts.lang,
-            state=state,
+            state=BatchState.load(opts.out),
             accounts=opts.config.accounts,
         )
-        for delay in (*NOT_FOUND_DELAYS, None):
-            try:
-                return exporter.export(uuid)
-            except NotFound:
-                if delay is None:
-                    raise
-                log.info("thread %s is not fetchable yet (404); trying again", uuid)
-                sleep(min(delay, cap))
-    raise AssertionError("unreachable")  # pragma: no cover
+        cap = opts.config.network.backoff_cap
+        return retry_not_found(lambda: exporter.export(uuid), uuid, sleep, cap)
 
 
 def _archived_answer(directory: Path, backend_uuid: str) -> str:
@@ -301,7 +295,18 @@ def _after_completion(
     backend_uuid: str,
     sleep: Callable[[float], None],
 ) -> None:
-    if not result.follow_up and not request.space:
+    cfg = opts.config
+    move = (
+        not result.follow_up
+        and not request.space
+        and bool(cfg.bot_space_uuid or cfg.bot_space_slug)
+    )
+    if not result.context_uuid:
+        # Moves and read receipts go by context UUID; without one, say so rather than guess.
+        for step, wanted in (("move", move), ("mark_read", request.mark_read)):
+            if wanted:
+                result.step_failed(step, "the stream gave no context_uuid")
+    elif move:
         try:
             space_uuid, name = _bot_space(opts, api)
             if space_uuid:
@@ -310,7 +315,7 @@ def _after_completion(
                 log.info("moved into the space %s", name)
         except (ApiError, SchemaError, UsageError) as exc:
             result.step_failed("move", exc)
-    if request.mark_read:
+    if request.mark_read and result.context_uuid:
         try:
             api.mark_viewed([result.context_uuid])
             result.marked_read = True
@@ -356,7 +361,9 @@ def _settle_broken_stream(
         return False
     log.warning("%s; checking the thread", reason)
     try:
-        plain = fetch_settled(api, result.thread_uuid, sleep, cap)
+        plain = retry_not_found(
+            lambda: api.thread(result.thread_uuid), result.thread_uuid, sleep, cap
+        )
     except (ApiError, SchemaError) as exc:
         result.error = PplxError(
             f"{reason}, and the thread could not be fetched ({exc}): {result.thread_url}; "
