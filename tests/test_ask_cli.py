@@ -110,7 +110,8 @@ def test_every_mode_lands_in_its_mode_folder(rig: Rig, mode: str, extra: tuple[s
     conversation = (directory / "conversation.md").read_text("utf-8")
     assert prompt in conversation
     answer = result.stdout.strip()
-    assert answer and answer.splitlines()[0] in conversation  # the full answer is archived
+    assert answer and answer in conversation  # the whole answer is archived, verbatim
+    assert answer in (directory / "turns" / "turn_0001.md").read_text("utf-8")
     thread = json.loads((directory / "thread.json").read_text("utf-8"))
     assert thread["mode"] == mode
     assert (directory / "raw_entries.json").is_file()
@@ -130,8 +131,10 @@ def test_council_takes_two_or_three_models(rig: Rig, models: str) -> None:
     assert [i["payload"]["workflow_payload"]["model"] for i in items] == models.split(",")
     directory = Path(doc["archived_to"])
     assert directory.parent.name == "council"
-    for model in models.split(","):
-        assert model in (directory / "turns" / "turn_0001.md").read_text("utf-8")
+    turn = (directory / "turns" / "turn_0001.md").read_text("utf-8")
+    assert doc["answer"] in turn
+    for model in models.split(","):  # every model's own answer, in full
+        assert f"{model} view on Which format lasts?: a careful, sourced answer." in turn
 
 
 def test_council_defaults_to_the_configured_pool_else_the_pinned_one(rig: Rig) -> None:
