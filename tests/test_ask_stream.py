@@ -301,3 +301,12 @@ def test_ctrl_c_says_where_the_thread_is(tmp_path: Path) -> None:
     assert f"{emu.base_url}/search/{uuid}" in str(caught.value)
     assert "pplx-export export" in str(caught.value)
     assert not (tmp_path / "archive").exists()
+
+
+def test_a_follow_up_keeps_the_thread_uuid_when_events_do_not_name_it() -> None:
+    state = AskState(thread_uuid="thread-1")
+    state.update({"backend_uuid": "turn-2", "status": "PENDING"})
+    assert (state.thread_uuid, state.backend_uuid) == ("thread-1", "turn-2")
+    fresh = AskState()
+    fresh.update({"backend_uuid": "new-thread", "status": "PENDING"})
+    assert fresh.thread_uuid == "new-thread"  # a new thread's first turn id is the thread's

@@ -443,7 +443,8 @@ def _run(
         result.thread_url = thread_url(opts.base_url, result.thread_uuid)
     view = view or make_view(opts.base_url, mode, quiet=opts.quiet)
     clock = runtime_for(opts).clock
-    state = AskState()
+    # A follow-up's events name the new turn (backend_uuid), not always the thread.
+    state = AskState(thread_uuid=plan.follow_up_uuid)
     try:
         with view:
             # The read timeout is a backstop: the watcher ends a silence at `timeout` itself.
