@@ -402,3 +402,17 @@ def test_ctrl_c_stops_watching_with_exit_130(rig: Rig) -> None:
     assert f"/search/{uuid}" in err and f"pplx-export export {rig.emu.base_url}" in err
     assert out == "" and "Traceback" not in err
     assert rig.thread_dirs() == []
+
+
+def test_a_failed_archive_fails_the_run_and_says_how_to_retry(rig: Rig) -> None:
+    from pplx_export.archive.lock import archive_lock
+
+    rig.out.mkdir(parents=True)
+    with archive_lock(rig.out):  # another run (a cron sync) holds the archive
+        result = rig.run("ask", "Locked out", "--json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert doc["status"] == "COMPLETED" and doc["archived_to"] is None
+    assert [e["step"] for e in doc["step_errors"]] == ["archive"]
+    assert f"retry with: pplx-export export {doc['thread_url']}" in result.stderr
+    assert rig.thread_dirs() == []

@@ -33,6 +33,7 @@ from pplx_export.context import RunOptions
 from pplx_export.errors import (
     ApiError,
     ArchiveError,
+    DiskFull,
     EntryDeleted,
     EntryExpired,
     Interrupted,
@@ -326,9 +327,10 @@ def _after_completion(
     try:
         directory = archive_thread(opts, api, result.thread_uuid, sleep)
     except (ApiError, SchemaError, ArchiveError, OSError) as exc:
-        result.step_failed("archive", exc)
+        shown: BaseException = DiskFull.of(exc) or exc
+        result.step_failed("archive", shown)
         result.error = PplxError(
-            f"the thread completed but could not be archived ({exc}); "
+            f"the thread completed but could not be archived ({shown}); "
             f"retry with: pplx-export export {result.thread_url}"
         )
         return
