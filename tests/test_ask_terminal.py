@@ -47,7 +47,7 @@ def test_live_view_in_tmux(tmp_path: Path) -> None:
     )
     cookies = tmp_path / "cookies.json"
     socket = f"pplx-ask-test-{tmp_path.name}"
-    with run_emulator(faults="ask_silence=1.5s,ask_step=400ms") as emu:
+    with run_emulator(faults="ask_silence=2.5s,ask_step=400ms") as emu:
         cookies.write_text(json.dumps(emu.cookies), "utf-8")
         argv = [
             sys.executable,
