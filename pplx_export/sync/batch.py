@@ -36,6 +36,7 @@ from pplx_export.errors import (
 from pplx_export.models import JSON
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.session import open_session
+from pplx_export.sync.autocommit import CommitResult, commit_archive
 from pplx_export.sync.export import (
     Exporter,
     parse_thread_ref,
@@ -243,9 +244,12 @@ def run_batch(
     *,
     dry_run: bool = False,
     api: PerplexityAPI | None = None,
+    commit: bool = True,
 ) -> BatchSummary | Plan:
     """Export what the plan says (or, with `dry_run`, return the plan); see the module doc
-    for the failure policy. The caller reports the summary and maps failures to exit 4."""
+    for the failure policy. The caller reports the summary and maps failures to exit 4.
+    `commit`: git-commit the archive afterwards when `auto_commit` is on (sync commits once
+    itself)."""
     filters = filters or BatchFilters()
     if dry_run:
         plan, _state = plan_batch(opts, filters)
@@ -259,6 +263,8 @@ def run_batch(
             _run_items(opts, api, state, [(item, "") for item in plan.todo], summary)
         else:
             log.info("batch: nothing to do (%s)", plan.counts_text())
+        if commit:
+            auto_commit(opts, "batch")
     return summary
 
 
@@ -320,6 +326,7 @@ def run_export(
     try:
         with _locked(opts):
             _export_refs(opts, api, targets, rows, force, summary)
+            auto_commit(opts, "export")
     finally:
         if own:
             api.close()
@@ -367,4 +374,13 @@ def run_sync(
             )
     with open_session(opts) as api, _locked(opts):
         run_index(opts, full=full, api=api)
-        return run_batch(opts, BatchFilters(full=full), api=api)
+        result = run_batch(opts, BatchFilters(full=full), api=api, commit=False)
+        auto_commit(opts, "sync")
+        return result
+
+
+def auto_commit(opts: RunOptions, command: str) -> CommitResult | None:
+    """One git commit of the archive when `auto_commit` is on (a failure is only a warning)."""
+    if not opts.config.auto_commit:
+        return None
+    return commit_archive(opts.out, command, push=opts.config.auto_push)
