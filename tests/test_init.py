@@ -216,3 +216,37 @@ def test_no_signed_in_account(emu: RunningEmulator, tmp_path: Path) -> None:
     assert result.exit_code == 3
     assert "no signed-in perplexity.ai account" in result.stderr
     assert not config.exists()
+
+
+def test_default_is_the_active_session_and_git_on_request(
+    emu: RunningEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+    }.items():
+        monkeypatch.setenv(key, value)
+    jar = {**_jar(emu), SESSION_COOKIE: BOB_TOKEN}  # the browser is on Bob's account
+    cookies = _write_cookies(tmp_path, jar)
+    config = tmp_path / "config.toml"
+    out = tmp_path / "arch"
+    common = ["--config", str(config), "--cookies", str(cookies), "--out", str(out)]
+    result = _cli(emu, "init", *common, "--create-bot-space", "Agent Inbox", "--git")
+    assert result.exit_code == 0, result.output
+    saved = tomlkit.parse(config.read_text("utf-8")).unwrap()
+    assert saved["default_account"] == "bob-builder"
+    assert saved["auto_commit"] is True
+    assert saved["bot_space"]["title"] == "Agent Inbox"
+    assert (out / ".git").is_dir()
+    assert "git repository created" in result.stdout
+    assert "next: pplx-export sync" in result.stdout
+    # No session token is ever written to the config.
+    assert BOB_TOKEN not in config.read_text("utf-8")
+    # Found by title, case-insensitively, on a second run.
+    again = _cli(emu, "init", *common, "--force", "--bot-title", "agent INBOX", "--json")
+    assert again.exit_code == 0, again.output
+    space = json.loads(again.stdout)["bot_space"]
+    assert space["created"] is False and space["uuid"] == saved["bot_space"]["uuid"]

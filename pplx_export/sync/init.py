@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,7 +30,7 @@ import httpx
 import tomlkit
 from tomlkit.items import Table
 
-from pplx_export.config import Config
+from pplx_export.config import Config, default_config_path
 from pplx_export.context import RunOptions
 from pplx_export.errors import ApiError, AuthError, TransportError, UsageError
 from pplx_export.models import Account
@@ -147,9 +148,16 @@ class InitResult:
                 f"BOT space: none titled {self.bot_title!r} "
                 f"(`pplx-export init --force --create-bot-space {self.bot_title}` makes one)"
             )
-        out.append(f"archive: {self.archive_root}" + (f" (git: {self.git})" if self.git else ""))
+        if self.git:
+            out.append(f"archive: {self.archive_root} (git repository {self.git}; auto_commit on)")
+        else:
+            out.append(
+                f"archive: {self.archive_root} (`init --force --git` makes it a git repository "
+                "and commits each sync)"
+            )
         out.extend(f"warning: {w}" for w in self.warnings)
-        config = f" --config {self.config}" if self.config else ""
+        quoted = shlex.quote(str(self.config))
+        config = "" if self.config == default_config_path() else f" --config {quoted}"
         out.append(f"next: pplx-export sync{config}   then: pplx-export schedule{config}")
         return out
 
@@ -184,6 +192,7 @@ NEW_CONFIG_HEADER = """\
 # Edit freely: `init --force` keeps your comments and keys, and changes only the keys it owns
 # (default_account, archive_root, [accounts.*] email/user_id, [bot_space], [models]).
 # Every key is documented in config.example.toml.
+
 """
 
 
@@ -353,7 +362,7 @@ def run_init(
     cfg.doc = doc
     cfg.save()
     result = InitResult(
-        config=cfg.path,
+        config=cfg.path.expanduser().absolute(),
         archive_root=root,
         accounts=accounts,
         default_account=default,

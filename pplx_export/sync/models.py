@@ -87,8 +87,8 @@ def summarize(raw: Mapping[str, Any], source: str, fetched_at: str = "") -> Cata
     defaults = dict(FALLBACK_DEFAULTS)
     for api_mode, model in as_dict(raw.get("default_models")).items():
         cli_mode = API_TO_CLI.get(api_mode.lower())
-        if cli_mode and as_str(model):
-            defaults[cli_mode] = as_str(model)
+        if cli_mode and isinstance(model, str) and model:
+            defaults[cli_mode] = model
     council = [as_str(m) for m in as_list(raw.get("agentic_research_compare_models")) if as_str(m)]
     return Catalog(
         defaults=defaults,
@@ -111,7 +111,7 @@ def stamp(now: datetime) -> str:
 
 def cache_path(config_path: Path) -> Path:
     """The raw catalog lives next to the config (not in the archive: it is per user)."""
-    return config_path.parent / CACHE_NAME
+    return config_path.expanduser().absolute().parent / CACHE_NAME
 
 
 def write_cache(config_path: Path, raw: Mapping[str, Any], fetched_at: str) -> Path:
