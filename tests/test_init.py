@@ -250,3 +250,19 @@ def test_default_is_the_active_session_and_git_on_request(
     assert again.exit_code == 0, again.output
     space = json.loads(again.stdout)["bot_space"]
     assert space["created"] is False and space["uuid"] == saved["bot_space"]["uuid"]
+
+
+def test_no_browser_has_cookies_says_what_was_tried(
+    emu: RunningEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def nothing(browser: str) -> tuple[list[RawCookie], str]:
+        raise OSError(f"no {browser} profile")
+
+    monkeypatch.setattr("pplx_export.net.cookies.browser_cookie3_loader", nothing)
+    config = tmp_path / "config.toml"
+    result = _cli(emu, "init", "--config", str(config), "--out", str(tmp_path / "a"))
+    assert result.exit_code == 3
+    assert "no fresh cookie cache" in result.stderr
+    for browser in ("edge", "chrome", "firefox", "safari"):
+        assert f"no {browser} profile" in result.stderr
+    assert not config.exists()
