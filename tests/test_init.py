@@ -266,3 +266,18 @@ def test_no_browser_has_cookies_says_what_was_tried(
     for browser in ("edge", "chrome", "firefox", "safari"):
         assert f"no {browser} profile" in result.stderr
     assert not config.exists()
+
+
+def test_force_keeps_a_configured_bot_space_it_cannot_see(
+    emu: RunningEmulator, tmp_path: Path
+) -> None:
+    cookies = _write_cookies(tmp_path, _jar(emu))
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '[bot_space]\nuuid = "u-1"\nslug = "my-bots"\ntitle = "Robots"\n', encoding="utf-8"
+    )
+    result = _cli(emu, "init", "--config", str(config), "--cookies", str(cookies), "--force")
+    assert result.exit_code == 0, result.output
+    saved = tomlkit.parse(config.read_text("utf-8")).unwrap()
+    assert saved["bot_space"] == {"uuid": "u-1", "slug": "my-bots", "title": "Robots"}
+    assert "kept the configured BOT space my-bots" in result.stdout

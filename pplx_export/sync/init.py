@@ -38,6 +38,7 @@ from pplx_export.net.cookies import BrowserLoader
 from pplx_export.net.pacing import Clock
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.session import SignedInAccount, discover_accounts, open_session
+from pplx_export.sync import autocommit, models
 from pplx_export.util.lenient import as_str
 
 log = logging.getLogger(__name__)
@@ -293,7 +294,7 @@ def _discover(opts: RunOptions, seams: Seams) -> tuple[list[SignedInAccount], st
 
 def name_accounts(found: list[SignedInAccount], cfg: Config) -> tuple[list[InitAccount], str]:
     """Config names for the discovered accounts, and the default (the active session's)."""
-    taken = {name: acc.email.lower() for name, acc in cfg.accounts.items() if cfg.exists}
+    taken = {name: acc.email.lower() for name, acc in cfg.accounts.items()} if cfg.exists else {}
     names = assign_names([a.email for a in found], taken)
     accounts: list[InitAccount] = []
     for a in found:
@@ -309,8 +310,6 @@ def run_init(
     opts: RunOptions, options: InitOptions | None = None, seams: Seams | None = None
 ) -> InitResult:
     """Discover, name, look up, then write; see the module doc."""
-    from pplx_export.sync import autocommit, models
-
     options = options or InitOptions()
     seams = seams or Seams()
     cfg = opts.config
@@ -338,6 +337,16 @@ def run_init(
             raw_catalog = None
             warnings.append(f"model catalog unavailable ({exc}); pinned defaults used")
         now = datetime.fromtimestamp(api.client.runtime.clock.time(), tz=UTC)
+
+    if not bot.uuid and cfg.exists and cfg.bot_space_uuid:
+        # Not among the spaces listed now (renamed, or past the first page): a configured
+        # space is kept rather than forgotten.
+        kept_title = as_str(cfg.doc.unwrap().get("bot_space", {}).get("title"))
+        bot = BotSpace(cfg.bot_space_uuid, cfg.bot_space_slug, kept_title)
+        warnings.append(
+            f"no space titled {options.bot_title!r} listed; kept the configured BOT space "
+            f"{cfg.bot_space_slug or cfg.bot_space_uuid}"
+        )
 
     # Everything below writes; nothing below talks to the network.
     check_writable(cfg, options.force)  # still true after the probes (no race with a 2nd init)
