@@ -9,6 +9,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,16 @@ def test_systemd_install_with_injected_commands(tmp_path: Path) -> None:
         ]
         * 2
     )
+
+
+def test_falls_back_to_python_dash_m(tmp_path: Path) -> None:
+    from pplx_export.sync.schedule import executable_argv
+
+    lone = tmp_path / "bin" / "python3"
+    lone.parent.mkdir()
+    lone.write_text("", encoding="utf-8")
+    assert executable_argv(str(lone)) == [str(lone), "-m", "pplx_export"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pplx_export", "--version"], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "pplx-export" in done.stdout

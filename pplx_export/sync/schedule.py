@@ -312,6 +312,8 @@ def run_schedule(
     atomic_write_text(
         snippet,
         "# pplx-export: nightly sync. Add with `crontab -e` (or `pplx-export schedule --install`)\n"
+        "# cron has no desktop session: if your browser's cookie store needs its keyring, run\n"
+        "# `pplx-export schedule --cookies FILE` so the job reads an exported cookie file.\n"
         f"{marker}\n{line}\n",
     )
     (index / "logs").mkdir(parents=True, exist_ok=True)
