@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from pplx_export.cli.export import main
 from pplx_export.emulator import RunningEmulator, run_emulator
-from pplx_export.net.cookies import ACCOUNT_PREFIX, SESSION_COOKIE, RawCookie
+from pplx_export.net.cookies import ACCOUNT_PREFIX, SESSION_COOKIE, RawCookie, cache_path
 from pplx_export.sync.init import account_name, assign_names
 
 BOB_TOKEN = "emulator-session-token-bob"
@@ -151,8 +151,9 @@ def test_init_from_a_browser_jar(
     doc = json.loads(result.stdout)
     assert {a["name"] for a in doc["accounts"]} == {"alice", "bob-builder"}
     assert "browser:chrome" in doc["cookies_from"]
-    # The verified jar went to the 0600 cache, not the config.
-    cache = out / "index" / ".cookies.json"
+    # The verified jar went to the 0600 cache (outside the archive), not the config.
+    cache = cache_path(out)
+    assert out not in cache.parents
     assert stat.S_IMODE(cache.stat().st_mode) == 0o600
     assert SESSION_COOKIE in json.loads(cache.read_text("utf-8"))["cookies"]
     assert "token" not in config.read_text("utf-8")
