@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pplx_export.archive.library_index import INDEX_DIR, load_index
 from pplx_export.archive.lock import archive_lock
@@ -36,7 +36,6 @@ from pplx_export.errors import (
 from pplx_export.models import JSON
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.session import open_session
-from pplx_export.sync.autocommit import CommitResult, commit_archive
 from pplx_export.sync.export import (
     Exporter,
     parse_thread_ref,
@@ -45,6 +44,9 @@ from pplx_export.sync.export import (
 from pplx_export.sync.index import IndexResult, update_library_index
 from pplx_export.sync.plan import Plan, PlanItem, make_plan, parse_since
 from pplx_export.sync.progress import progress_reporter
+
+if TYPE_CHECKING:
+    from pplx_export.sync.autocommit import CommitResult
 
 log = logging.getLogger(__name__)
 
@@ -383,4 +385,7 @@ def auto_commit(opts: RunOptions, command: str) -> CommitResult | None:
     """One git commit of the archive when `auto_commit` is on (a failure is only a warning)."""
     if not opts.config.auto_commit:
         return None
+    # Imported here: runs without auto_commit (most) never load git support.
+    from pplx_export.sync.autocommit import commit_archive
+
     return commit_archive(opts.out, command, push=opts.config.auto_push)
