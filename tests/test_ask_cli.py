@@ -151,6 +151,17 @@ def test_council_defaults_to_the_configured_pool_else_the_pinned_one(rig: Rig) -
     assert "m-one" in names and "m-two" in names and "gpt56_sol_thinking" not in names
 
 
+def test_a_model_catalog_older_than_seven_days_is_mentioned(rig: Rig) -> None:
+    config = rig.tmp / "config.toml"
+    config.write_text(
+        config.read_text("utf-8") + '\n[models]\nlast_refreshed = "2020-01-01T00:00:00Z"\n',
+        "utf-8",
+    )
+    result = rig.run("ask", "Stale catalog?")
+    assert result.exit_code == 0, result.stderr
+    assert "days old; `pplx-ask models --refresh` updates it" in result.stderr
+
+
 @pytest.mark.parametrize(
     "args",
     [

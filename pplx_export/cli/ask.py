@@ -133,3 +133,18 @@ def space_create(opts: RunOptions, title: str, description: str, as_json: bool) 
         emit_json(result.to_json())
     else:
         print_lines(result.lines())
+
+
+@main.command()
+@click.option("--refresh", is_flag=True, help="Fetch it, cache it next to the config, stamp it.")
+@click.option("--json", "as_json", is_flag=True, help="The catalog as JSON on stdout.")
+@common_options
+def models(opts: RunOptions, refresh: bool, as_json: bool) -> None:
+    """The model catalog: per-mode defaults, council pool, model families."""
+    from pplx_export.sync.models import catalog_lines, run_models
+
+    catalog = run_models(opts, refresh=refresh)
+    if as_json:
+        emit_json(catalog.to_json())
+    else:
+        print_lines(catalog_lines(catalog))

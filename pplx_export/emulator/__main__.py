@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
+from pplx_export.emulator.accounts import account_jar
 from pplx_export.emulator.faults import FaultSpecError
 from pplx_export.emulator.server import (
     DEFAULT_EMAIL,
@@ -48,6 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="another signed-in account (repeatable); its token opens the same library",
     )
     parser.add_argument(
+        "--write-cookies",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write a browser-like JSON cookie jar of every account to FILE (for `init`)",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="store_true", help="log each request (method, path) to stderr"
     )
     return parser
@@ -85,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     except (FaultSpecError, FileNotFoundError, ValueError) as exc:
         print(f"emulator: {exc}", file=sys.stderr)
         return 2
+    if args.write_cookies is not None:
+        jar = account_jar(server.app.config)
+        args.write_cookies.write_text(json.dumps(jar, indent=1) + "\n", encoding="utf-8")
     # The first stdout line is the contract with whoever started us (tests, `demo`).
     print(server.base_url, flush=True)
     try:

@@ -23,6 +23,7 @@ from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pplx_export.emulator import routes
+from pplx_export.emulator.accounts import account_jar
 from pplx_export.emulator.app import (
     DEFAULT_EMAIL,
     DEFAULT_NAME,
@@ -317,6 +318,10 @@ class RunningEmulator:
     @property
     def cookies(self) -> dict[str, str]:
         return {SESSION_COOKIE: self.server.app.config.session_token}
+
+    def account_cookies(self) -> dict[str, str]:
+        """A multi-account browser's jar: the main account active, a token per account."""
+        return account_jar(self.server.app.config)
 
     def stats(self) -> JSON:
         return self.server.app.stats.snapshot()

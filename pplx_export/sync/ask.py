@@ -24,6 +24,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -60,6 +61,7 @@ from pplx_export.perplexity.session import open_session, runtime_for
 from pplx_export.sync.ask_stream import ThreadFeed, WatchResult, watch
 from pplx_export.sync.ask_view import AskView, make_view
 from pplx_export.sync.export import Exporter, parse_thread_ref
+from pplx_export.sync.models import staleness_warning
 from pplx_export.util.lenient import as_dict, as_list, as_str
 
 log = logging.getLogger("pplx_export.ask")
@@ -397,6 +399,9 @@ def run_ask(
 ) -> AskResult:
     """Ask, watch, and on completion move / mark read / archive; see the module doc."""
     plan = plan_ask(request, opts.config.doc)
+    stale = staleness_warning(opts.config, datetime.now(UTC))
+    if stale:
+        log.warning("%s", stale)
     own = api is None
     api = api or open_session(opts)
     clock = runtime_for(opts).clock
