@@ -11,7 +11,7 @@ attribution, interruptions) is computed once by the parser and stored here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +69,9 @@ class TextPayload:
     is_mono: bool = False
 
 
+NO_TEXT = TextPayload()
+
+
 @dataclass(slots=True)
 class TodoEntry:
     status: str
@@ -85,16 +88,22 @@ class TodoChange:
 @dataclass(slots=True, eq=False)
 class TodoList:
     title: str = ""
-    entries: list[TodoEntry] = field(default_factory=list)
-    changes: list[TodoChange] = field(default_factory=list)
+    entries: Sequence[TodoEntry] = ()
+    changes: Sequence[TodoChange] = ()
+
+
+NO_TODO = TodoList()
 
 
 @dataclass(slots=True, eq=False)
 class Table:
-    columns: list[str] = field(default_factory=list)
+    columns: Sequence[str] = ()
     # Cell texts, row by row (a row's cells under keys that are not column names follow its
     # column cells); rows shorter than the header are padded with "".
-    rows: list[list[str]] = field(default_factory=list)
+    rows: Sequence[list[str]] = ()
+
+
+NO_TABLE = Table()
 
 
 @dataclass(slots=True)
@@ -116,8 +125,11 @@ class QuestionField:
 @dataclass(slots=True, eq=False)
 class UserQuestions:
     title: str = ""
-    questions: list[str] = field(default_factory=list)  # the older `questions[]` shape
-    fields: list[QuestionField] = field(default_factory=list)
+    questions: Sequence[str] = ()  # the older `questions[]` shape
+    fields: Sequence[QuestionField] = ()
+
+
+NO_QUESTIONS = UserQuestions()
 
 
 @dataclass(slots=True)
@@ -133,14 +145,14 @@ class WfItem:
 
     raw: JSON
     kind: str = ""
-    text: TextPayload = field(default_factory=TextPayload)  # TEXT and SOURCES items
-    sources: list[Link] = field(default_factory=list)  # SOURCES
-    queries: list[str] = field(default_factory=list)  # QUERIES (non-blank)
-    todo: TodoList = field(default_factory=TodoList)
-    table: Table = field(default_factory=Table)
-    questions: UserQuestions = field(default_factory=UserQuestions)
-    replies: list[UserReply] = field(default_factory=list)
-    entities: list[str] = field(default_factory=list)  # CONTENT descriptions
+    text: TextPayload = NO_TEXT  # TEXT and SOURCES items
+    sources: Sequence[Link] = ()  # SOURCES
+    queries: Sequence[str] = ()  # QUERIES (non-blank)
+    todo: TodoList = NO_TODO
+    table: Table = NO_TABLE
+    questions: UserQuestions = NO_QUESTIONS
+    replies: Sequence[UserReply] = ()
+    entities: Sequence[str] = ()  # CONTENT descriptions
     # The item's `workflow_payload` when it is an object (empty ones too); None otherwise.
     workflow: WfPayload | None = None
 
@@ -158,7 +170,7 @@ class WfStep:
     status: str = ""
     started_at: str = ""
     completed_at: str = ""
-    items: list[WfItem] = field(default_factory=list)  # the object items, in order
+    items: Sequence[WfItem] = ()  # the object items, in order
 
 
 @dataclass(slots=True, eq=False)
@@ -175,7 +187,7 @@ class WfPayload:
     completed_at: str = ""
     prompt: str = ""  # the joined string `objective_chunks`
     is_anchor: bool = False  # launches a sub-agent: has a prompt or is flagged as the anchor
-    steps: list[WfStep] = field(default_factory=list)  # the object steps, in order
+    steps: Sequence[WfStep] = ()  # the object steps, in order
     n_listed: int = 0  # length of the raw `steps` list, non-object entries included
 
 
@@ -192,7 +204,7 @@ class CouncilModel:
 
     model: str
     mock_thought: str = ""
-    steps: list[Step] = field(default_factory=list)
+    steps: Sequence[Step] = ()
     answer: str = ""  # the joined string `answer_chunks`
     status: str = ""
 
@@ -202,12 +214,12 @@ class StepBody:
     """What the renderer shows of a plain step's content; only its kind's fields are set."""
 
     text: str = ""  # THOUGHT
-    queries: list[str] = field(default_factory=list)  # SEARCH_WEB, COUNCIL_ROUND (non-blank)
-    links: list[Link] = field(default_factory=list)  # SEARCH_RESULTS, ATTACHMENT
+    queries: Sequence[str] = ()  # SEARCH_WEB, COUNCIL_ROUND (non-blank)
+    links: Sequence[Link] = ()  # SEARCH_RESULTS, ATTACHMENT
     # COUNCIL_ROUND sources with their 1-based place in the raw list (odd entries count).
-    numbered: list[tuple[int, Link]] = field(default_factory=list)
-    urls: list[str] = field(default_factory=list)  # GET_URL_CONTENT, URL_NAVIGATE (non-blank)
-    names: list[str] = field(default_factory=list)  # LOAD_SKILL(_RESPONSE) skill names
+    numbered: Sequence[tuple[int, Link]] = ()
+    urls: Sequence[str] = ()  # GET_URL_CONTENT, URL_NAVIGATE (non-blank)
+    names: Sequence[str] = ()  # LOAD_SKILL(_RESPONSE) skill names
     title: str = ""  # RESEARCH_ANSWER
     file_name: str = ""
     url: str = ""
@@ -216,19 +228,26 @@ class StepBody:
     stdout: str = ""
     stderr: str = ""  # `stderr`, else `error`
     caption: str = ""  # CREATE_CHART
-    images: list[Image] = field(default_factory=list)  # GENERATE_IMAGE_RESULTS (with a URL)
-    items: list[WfItem] = field(default_factory=list)  # ASI_TOOL_INPUT / _OUTPUT
+    images: Sequence[Image] = ()  # GENERATE_IMAGE_RESULTS (with a URL)
+    items: Sequence[WfItem] = ()  # ASI_TOOL_INPUT / _OUTPUT
     time: str = ""  # ASI_TOOL_*: the content's timestamp, else the step's
     research_query: str = ""  # COUNCIL_RESEARCH
-    models: list[CouncilModel] = field(default_factory=list)
+    models: Sequence[CouncilModel] = ()
+
+
+# The body of a step with nothing to show beyond its kind (shared: views are not modified).
+NO_BODY = StepBody()
 
 
 @dataclass(slots=True, eq=False)
 class RunLog:
     """The plain step log of a background run shown from its workflow payload (§5.6 ②③)."""
 
-    steps: list[Step] = field(default_factory=list)
+    steps: Sequence[Step] = ()
     answer: str = ""  # the last FINAL step's answer
+
+
+NO_LOG = RunLog()
 
 
 @dataclass(slots=True, eq=False)
@@ -236,7 +255,7 @@ class StubRun:
     """A payload assigned to a stub turn (§5.6 ②) with its run's plain step log."""
 
     payload: WfPayload
-    log: RunLog = field(default_factory=RunLog)
+    log: RunLog = NO_LOG
 
 
 @dataclass(slots=True, eq=False)
@@ -285,7 +304,7 @@ class Step:
     uuid: str = ""
     timestamp: str = ""
     raw: JSON = field(default_factory=dict)
-    body: StepBody = field(default_factory=StepBody)  # the typed view (parse/views.py)
+    body: StepBody = NO_BODY  # the typed view (parse/views.py)
 
 
 @dataclass
@@ -356,7 +375,7 @@ class AppendixItem:
     updated: str = ""
     bg_uuid: str = ""
     payload: WfPayload = field(default_factory=lambda: WfPayload({}))  # the view of wp
-    log: RunLog = field(default_factory=lambda: RunLog())
+    log: RunLog = NO_LOG
 
 
 @dataclass

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from pplx_export.models import (
+    NO_BODY,
     BgRoot,
     Citation,
     Conversation,
@@ -49,7 +50,8 @@ USER_QUESTIONS = "WORKFLOW_ITEM_USER_QUESTIONS"
 USER_RESPONSE = "WORKFLOW_ITEM_USER_RESPONSE"
 CONTENT = "WORKFLOW_ITEM_CONTENT"
 
-SECTIONS = ("entries", "background_entries")
+# Plain steps the renderer shows nothing of (their content feeds the answer instead).
+SILENT_STEPS = frozenset({"INITIAL_QUERY", "FINAL", ""})
 
 
 # --- small readings ---------------------------------------------------------------------------
@@ -92,10 +94,6 @@ def _cell(value: Any) -> str:
 
 
 # --- workflow blocks, payloads, steps, items --------------------------------------------------
-
-
-def _payload(item: dict[str, Any], key: str) -> dict[str, Any]:
-    return as_dict(as_dict(item.get("payload")).get(key))
 
 
 def _table(tp: dict[str, Any]) -> Table:
@@ -214,39 +212,40 @@ class Builder:
 
     def item(self, item: dict[str, Any]) -> WfItem:
         kind = as_str(item.get("type"))
-        view = WfItem(raw=item, kind=kind)
+        view = WfItem(item, kind)
         payload = item.get("payload")
-        if isinstance(payload, dict):
-            wp = payload.get("workflow_payload")
-            if isinstance(wp, dict):
-                view.workflow = self.payload(wp)
+        if not isinstance(payload, dict):
+            payload = {}
+        wp = payload.get("workflow_payload")
+        if isinstance(wp, dict):
+            view.workflow = self.payload(wp)
         if kind in (TEXT, SOURCES):
-            tp = _payload(item, "text_payload")
+            tp = as_dict(payload.get("text_payload"))
             view.text = TextPayload(
-                text=chunks_text(tp),
-                variant=as_str(tp.get("variant")) or as_str(item.get("variant")),
-                header=as_str(tp.get("header")),
-                is_mono=bool(tp.get("is_mono")),
+                chunks_text(tp),
+                as_str(tp.get("variant")) or as_str(item.get("variant")),
+                as_str(tp.get("header")),
+                bool(tp.get("is_mono")),
             )
             if kind == SOURCES:
-                view.sources = _links(_payload(item, "sources_payload").get("sources"))
+                view.sources = _links(as_dict(payload.get("sources_payload")).get("sources"))
         elif kind == QUERIES:
-            view.queries = query_strings(_payload(item, "queries_payload").get("queries"))
+            view.queries = query_strings(as_dict(payload.get("queries_payload")).get("queries"))
         elif kind == TODO_LIST:
-            view.todo = _todo(_payload(item, "todo_list_payload"))
+            view.todo = _todo(as_dict(payload.get("todo_list_payload")))
         elif kind == TABLE:
-            view.table = _table(_payload(item, "table_payload"))
+            view.table = _table(as_dict(payload.get("table_payload")))
         elif kind == USER_QUESTIONS:
-            view.questions = _questions(_payload(item, "user_questions_payload"))
+            view.questions = _questions(as_dict(payload.get("user_questions_payload")))
         elif kind == USER_RESPONSE:
             view.replies = [
                 UserReply(as_str(r.get("question")), as_str(r.get("answer")))
-                for r in dicts(_payload(item, "user_response_payload").get("responses"))
+                for r in dicts(as_dict(payload.get("user_response_payload")).get("responses"))
             ]
         elif kind == CONTENT:
             view.entities = [
                 as_str(e.get("description"))
-                for e in dicts(_payload(item, "content_payload").get("entities"))
+                for e in dicts(as_dict(payload.get("content_payload")).get("entities"))
             ]
         return view
 
@@ -254,7 +253,10 @@ class Builder:
 
     def body(self, step: Step) -> StepBody:
         """What the renderer shows of a plain step, read from its content."""
-        kind, c = step.step_type, as_dict(step.content)
+        kind = step.step_type
+        if kind in SILENT_STEPS:
+            return NO_BODY
+        c = as_dict(step.content)
         b = StepBody()
         if kind in ("ASI_TOOL_INPUT", "ASI_TOOL_OUTPUT"):
             b.items = [self.item(i) for i in dicts(c.get("workflow_items"))]
@@ -284,24 +286,25 @@ class Builder:
         elif kind == "CREATE_CHART":
             b.caption = as_str(c.get("caption"))
         elif kind == "GENERATE_IMAGE_RESULTS":
-            for img in dicts(c.get("image_results")):
-                url = first_str(img, "url", "image_url")
-                if url:
-                    w, h = as_str(img.get("image_width")), as_str(img.get("image_height"))
-                    b.images.append(Image(url, w, h))
+            b.images = [
+                Image(url, as_str(img.get("image_width")), as_str(img.get("image_height")))
+                for img in dicts(c.get("image_results"))
+                if (url := first_str(img, "url", "image_url"))
+            ]
         elif kind == "COUNCIL_ROUND":
             b.queries = query_strings(c.get("queries"))
-            for n, src in enumerate(as_list(c.get("sources")), 1):
-                if isinstance(src, Citation):
-                    b.numbered.append((n, Link(src.name, src.url)))
-                elif isinstance(src, dict):
-                    b.numbered.append((n, _link(src)))
+            b.numbered = [
+                (n, Link(src.name, src.url) if isinstance(src, Citation) else _link(src))
+                for n, src in enumerate(as_list(c.get("sources")), 1)
+                if isinstance(src, Citation | dict)
+            ]
         elif kind == "COUNCIL_RESEARCH":
             raw = step.raw or c
             b.research_query = as_str(raw.get("research_query"))
+            models = []
             for model, state in as_dict(raw.get("model_states")).items():
                 st = as_dict(state)
-                b.models.append(
+                models.append(
                     CouncilModel(
                         model=model,
                         mock_thought=as_str(st.get("mock_thought")),
@@ -312,6 +315,9 @@ class Builder:
                         status=as_str(st.get("status")),
                     )
                 )
+            b.models = models
+        else:
+            return NO_BODY  # nothing to show beyond the kind (silent or unknown steps)
         return b
 
     def nested_step(self, raw: dict[str, Any]) -> Step:

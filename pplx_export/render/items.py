@@ -5,6 +5,8 @@ The item dispatch, and the nested workflows it recurses into, are in tree.py.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pplx_export.models import Link, WfItem
 from pplx_export.render.context import Ctx
 from pplx_export.render.latex import norm
@@ -22,7 +24,7 @@ from pplx_export.render.text import (
 _TODO_MARK = {"COMPLETED": "[x]", "IN_PROGRESS": "[/]"}
 
 
-def source_lines(sources: list[Link]) -> list[str]:
+def source_lines(sources: Sequence[Link]) -> list[str]:
     out: list[str] = []
     for s in sources:
         if s.url:
@@ -32,7 +34,7 @@ def source_lines(sources: list[Link]) -> list[str]:
     return out
 
 
-def sources_block(ctx: Ctx, sources: list[Link]) -> str:
+def sources_block(ctx: Ctx, sources: Sequence[Link]) -> str:
     lines = source_lines(sources)
     if not lines:
         return ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from pplx_export.models import CouncilModel, Step
@@ -134,12 +135,12 @@ def render_step(ctx: Ctx, step: Step) -> str:
     return f"**{kind}** *({lb.unrendered})*"
 
 
-def render_steps(ctx: Ctx, steps: list[Step]) -> str:
+def render_steps(ctx: Ctx, steps: Sequence[Step]) -> str:
     """Every non-empty step rendering, separated by blank lines."""
     return join_blocks([render_step(ctx, s) for s in steps])
 
 
-def novel_steps(ctx: Ctx, steps: list[Step], shown_md: str) -> list[Step]:
+def novel_steps(ctx: Ctx, steps: Sequence[Step], shown_md: str) -> list[Step]:
     """The parts of `steps` whose content is not already in `shown_md`.
 
     Workflow blocks are a second, sometimes lagging copy of an entry's plain steps; rendering
@@ -149,7 +150,7 @@ def novel_steps(ctx: Ctx, steps: list[Step], shown_md: str) -> list[Step]:
     return _novel(ctx, steps, Shown(shown_md))
 
 
-def _novel(ctx: Ctx, steps: list[Step], shown: Shown) -> list[Step]:
+def _novel(ctx: Ctx, steps: Sequence[Step], shown: Shown) -> list[Step]:
     bare = ctx.content_only()
     out: list[Step] = []
     for step in steps:
