@@ -23,6 +23,7 @@ from pplx_export.parse.mode_tables import WORKFLOW_MODES
 from pplx_export.parse.subagents import build_sub_map, council_agent, council_payloads
 from pplx_export.parse.turns import build_turn
 from pplx_export.parse.variants import find_variants
+from pplx_export.parse.views import attach_views
 from pplx_export.parse.workflow import BlockWalks, index_wf_blocks
 from pplx_export.util.lenient import as_dict, as_str, dicts, lenient_int
 from pplx_export.util.timefmt import us_to_iso
@@ -273,4 +274,4 @@ def parse_thread(
     conv.warnings = warnings
     for line in warnings:
         log.debug("thread %s: %s", uuid, line)
-    return conv
+    return attach_views(conv)
