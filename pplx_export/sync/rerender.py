@@ -45,7 +45,7 @@ from pplx_export.archive.report_body import load_report_body
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.archive.variants import append_variant_log, warn_variants
-from pplx_export.archive.writer import write_thread
+from pplx_export.archive.writer import FastPath, write_thread
 from pplx_export.context import RunOptions
 from pplx_export.errors import ArchiveError, SchemaError, UsageError
 from pplx_export.models import JSON
@@ -270,13 +270,12 @@ def _rerender_thread(
         account_folder=account_folder,
         source="offline",
         dest=directory,
-        dest_checked=dir_checked,
         redact=redact,
         log_variants=False,
         dry_run=dry_run,
-        existing_doc=doc,
-        existing_stat=doc_stat,
-        recorded=recorded,
+        fast=FastPath(
+            inside_root=dir_checked, thread_doc=doc, thread_stat=doc_stat, recorded=recorded
+        ),
     )
     # A raw file the writer rewrote (token redaction) has its new stat in result.stats.
     stats.update(result.stats)
