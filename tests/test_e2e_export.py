@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.archive.state import check_state_vs_dirs
+from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 from pplx_export.models import MODES
 from pplx_export.sync.demo import run_demo

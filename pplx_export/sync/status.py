@@ -29,7 +29,8 @@ from pplx_export.archive.library_index import (
     load_index,
     safe_account_name,
 )
-from pplx_export.archive.state import BatchState, scan_thread_dirs
+from pplx_export.archive.scan import scan_thread_dirs
+from pplx_export.archive.state import BatchState
 from pplx_export.config import Config
 from pplx_export.sync.index import FULL_REMINDER_RUNS, read_index_state
 from pplx_export.sync.plan import make_plan, row_matches_mode
