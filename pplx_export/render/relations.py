@@ -7,10 +7,10 @@ to read also get a Mermaid diagram (GitHub and most Markdown viewers draw it).
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 
 from pplx_export.models import RelationEdge
 from pplx_export.render.text import link, one_line
@@ -76,11 +76,12 @@ def graph_labels(lang: str) -> GraphLabels:
 
 def render_edges_jsonl(edges: list[RelationEdge]) -> str:
     """One `{"src","dst","kind","evidence"}` object per line; an empty graph is one `\\n`."""
+    # The bytes of json.dumps(edge, ensure_ascii=False), one C string encoding per field
+    # instead of an encoder object per line.
+    enc = encode_basestring
     lines = [
-        json.dumps(
-            {"src": e.src, "dst": e.dst, "kind": e.kind, "evidence": e.evidence},
-            ensure_ascii=False,
-        )
+        f'{{"src": {enc(e.src)}, "dst": {enc(e.dst)}, "kind": {enc(e.kind)}, '
+        f'"evidence": {enc(e.evidence)}}}'
         for e in edges
     ]
     return "\n".join(lines) + "\n"
@@ -94,7 +95,25 @@ def code(text: str) -> str:
     return f"`` {text} ``"
 
 
+class _Shown(dict[str, ThreadRef]):
+    """The threads of one render, with each thread's link text built once (a thread shows
+    up in several sections)."""
+
+    def __init__(self, threads: Mapping[str, ThreadRef]) -> None:
+        super().__init__(threads)
+        self.shown: dict[str, str] = {}
+
+
 def _thread(uuid: str, threads: Mapping[str, ThreadRef]) -> str:
+    if isinstance(threads, _Shown):
+        text = threads.shown.get(uuid)
+        if text is None:
+            text = threads.shown[uuid] = _thread_text(uuid, threads)
+        return text
+    return _thread_text(uuid, threads)
+
+
+def _thread_text(uuid: str, threads: Mapping[str, ThreadRef]) -> str:
     ref = threads.get(uuid)
     if ref is None:
         return f"`{uuid[:8]}`"
@@ -129,6 +148,7 @@ def render_graph_md(
 ) -> str:
     """graph.md for `edges`; `threads` maps web UUIDs to their directory and title."""
     lb = graph_labels(lang)
+    threads = _Shown(threads)
     by_kind: dict[str, list[RelationEdge]] = {}
     for e in edges:
         by_kind.setdefault(e.kind, []).append(e)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from pplx_export.models import JSON
 from pplx_export.render.text import cell, link, one_line
+from pplx_export.util.jsontext import dumps_indented
 
 PERMISSIONS_EN = {4: "owner", 3: "can manage", 2: "can edit", 1: "can view"}
 PERMISSIONS_ZH = {4: "所有者", 3: "可管理", 2: "可编辑", 1: "可查看"}
@@ -195,6 +196,14 @@ def emoji_char(value: str) -> str:
     return text if len(text) <= 8 else ""
 
 
+def _cell(text: str) -> str:
+    """`cell`, with a short cut for the plain values most cells hold (a table of thousands of
+    threads is rendered on every run)."""
+    if "|" in text or "\n" in text or "\r" in text or "\\" in text:
+        return cell(text)
+    return text
+
+
 def _permission(lb: SpaceLabels, value: int) -> str:
     name = lb.permissions.get(value)
     return f"{value} {name}" if name else (str(value) if value else lb.unknown)
@@ -214,8 +223,8 @@ def _thread_rows(page: SpacePage, lb: SpaceLabels) -> list[str]:
         shown = link(title, f"../{t.dir}/conversation.md") if t.dir else cell(one_line(title))
         where = link(lb.folder, f"../{t.dir}/") if t.dir else lb.not_exported
         rows.append(
-            f"| {cell(shown)} | {cell(t.author or lb.unknown)} | {cell(t.mode)} | "
-            f"{cell(t.last_updated[:10])} | `{cell(t.uuid[:8])}` | {cell(where)} |"
+            f"| {_cell(shown)} | {_cell(t.author or lb.unknown)} | {_cell(t.mode)} | "
+            f"{_cell(t.last_updated[:10])} | `{_cell(t.uuid[:8])}` | {_cell(where)} |"
         )
     return rows
 
@@ -304,12 +313,28 @@ def render_spaces_index(pages: list[SpacePage], lang: str = "en") -> str:
 
 
 def spaces_json(pages: list[SpacePage]) -> str:
-    """`spaces/spaces.json`: every page's data (indent 1, trailing newline)."""
-    doc = {
-        "spaces": [_page_json(p) for p in pages if not p.no_space],
-        "no_space": next((_page_json(p) for p in pages if p.no_space), None),
-    }
-    return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+    """`spaces/spaces.json`: every page's data, a space's fields indented, each of its
+    threads one compact line (readable, diffable, and cheap for thousands of threads).
+
+    `{"spaces": [page, ...], "no_space": page | null}`; a page's `threads` comes last."""
+    spaces = [_page_text(p) for p in pages if not p.no_space]
+    loose = next((_page_text(p).lstrip() for p in pages if p.no_space), "null")
+    body = ",\n".join(spaces)
+    return (
+        f'{{\n "spaces": [\n{body}\n ],\n "no_space": {loose}\n}}\n'
+        if spaces
+        else (f'{{\n "spaces": [],\n "no_space": {loose}\n}}\n')
+    )
+
+
+def _page_text(p: SpacePage) -> str:
+    doc = _page_json(p)
+    threads = doc.pop("threads")
+    head = dumps_indented(doc, 1)[:-2]  # drop the closing "\n}" to append the threads
+    lines = [json.dumps(t, ensure_ascii=False) for t in threads]
+    items = ",\n  ".join(lines)
+    tail = f',\n "threads": [\n  {items}\n ]\n}}' if lines else ',\n "threads": []\n}'
+    return "  " + (head + tail).replace("\n", "\n  ")
 
 
 def _page_json(p: SpacePage) -> JSON:
@@ -327,5 +352,5 @@ def _page_json(p: SpacePage) -> JSON:
         "meta_error": p.meta_error or None,
         "n_threads": len(p.threads),
         "n_exported": p.exported,
-        "threads": [t.to_json() for t in sort_threads(p.threads)],
+        "threads": [t.to_json() for t in sort_threads(p.threads)],  # last: see _page_text
     }

@@ -16,19 +16,20 @@ files are reported in `problems` and left out; nothing here raises for bad archi
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pplx_export.archive.library_index import indexed_accounts, load_index
+from pplx_export.archive.library_index import INDEX_DIR, index_path, indexed_accounts
 from pplx_export.archive.paths import iter_thread_rels, safe_stem, uuid8
 from pplx_export.archive.space_files import iter_listings, load_meta
 from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.models import JSON
 from pplx_export.render.spaces import Member, SpacePage, SpaceThread
-from pplx_export.util.atomic import read_with_stat
+from pplx_export.util.atomic import read_with_stat, write_if_changed
 from pplx_export.util.jsontext import loads
 from pplx_export.util.lenient import as_dict, as_str, dicts, lenient_int
 from pplx_export.util.timefmt import parse_time
@@ -74,6 +75,8 @@ class Catalog:
 
 
 def space_ref(value: Any) -> SpaceRef | None:
+    if value is None:
+        return None
     space = as_dict(value)
     uuid = as_str(space.get("uuid")) or as_str(space.get("spaceUuid"))
     ref = {"uuid": uuid, "title": as_str(space.get("title")), "slug": as_str(space.get("slug"))}
@@ -85,25 +88,83 @@ def _time_key(value: str) -> float:
     return moment.timestamp() if moment is not None else float("-inf")
 
 
-def scan_disk(root: Path, problems: list[str]) -> dict[str, list[DiskThread]]:
-    """Every thread directory's thread.json, by lower-cased web UUID."""
+CACHE_NAME = "spaces_cache.json"
+CACHE_FORMAT = 1
+
+
+def _load_cache(root: Path) -> dict[str, list[Any]]:
+    """{rel: [size, mtime_ns, uuid, title, author, mode, lastUpdated, space]}; unreadable or
+    of another format: empty (the cache is derived state, rebuilt by the next run)."""
+    try:
+        doc = loads((root / INDEX_DIR / CACHE_NAME).read_bytes())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT:
+        return {}
+    threads = doc.get("threads")
+    return threads if isinstance(threads, dict) else {}
+
+
+def _save_cache(root: Path, records: dict[str, list[Any]]) -> None:
+    doc = {"format": CACHE_FORMAT, "threads": records}
+    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
+    try:
+        write_if_changed(root / INDEX_DIR / CACHE_NAME, text)
+    except OSError as exc:
+        log.warning("could not write %s: %s", root / INDEX_DIR / CACHE_NAME, exc)
+
+
+def _from_record(rel: str, record: Any, size: int, mtime: int) -> DiskThread | None:
+    """The cached thread of `rel` when its thread.json still has this size and mtime."""
+    if not isinstance(record, list) or len(record) != 8 or record[:2] != [size, mtime]:
+        return None
+    uuid, title, author, mode, last_updated, space = record[2:]
+    if not all(isinstance(v, str) for v in (uuid, title, author, mode, last_updated)):
+        return None
+    return DiskThread(uuid, rel, title, author, mode, last_updated, space_ref(space))
+
+
+def scan_disk(
+    root: Path, problems: list[str], *, use_cache: bool = True
+) -> dict[str, list[DiskThread]]:
+    """Every thread directory's thread.json, by lower-cased web UUID.
+
+    A thread.json whose size and mtime are those of the last run is not read again: its
+    fields come from `index/spaces_cache.json` (the trust rule of `re-render
+    --changed-only`); a thread.json `sync-space` patches has a new mtime, so it is read again.
+    """
     found: dict[str, list[DiskThread]] = {}
     base = f"{root}{os.sep}"
+    cached = _load_cache(root) if use_cache else {}
+    records: dict[str, list[Any]] = {}
     for rel in iter_thread_rels(root):
-        try:
-            data, _stat = read_with_stat(base + rel + os.sep + THREAD_JSON)
-            doc = loads(data)
-        except FileNotFoundError:
-            continue  # raw files only (an interrupted export): not an exported thread yet
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
-            problems.append(f"{rel}/{THREAD_JSON} is unreadable ({exc}); left out")
-            continue
-        uuid = as_str(doc.get("web_uuid")).lower() if isinstance(doc, dict) else ""
-        if not uuid:
-            problems.append(f"{rel}/{THREAD_JSON} has no web_uuid; left out")
-            continue
-        found.setdefault(uuid, []).append(
-            DiskThread(
+        path = base + rel + os.sep + THREAD_JSON
+        thread = None
+        if rel in cached:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                problems.append(f"{rel}/{THREAD_JSON} is unreadable ({exc}); left out")
+                continue
+            thread = _from_record(rel, cached[rel], st.st_size, st.st_mtime_ns)
+            if thread is not None:
+                records[rel] = cached[rel]
+        if thread is None:
+            try:
+                data, (size, mtime) = read_with_stat(path)
+                doc = loads(data)
+            except FileNotFoundError:
+                continue  # raw files only (an interrupted export): not an exported thread yet
+            except (OSError, ValueError, UnicodeDecodeError) as exc:
+                problems.append(f"{rel}/{THREAD_JSON} is unreadable ({exc}); left out")
+                continue
+            uuid = as_str(doc.get("web_uuid")).lower() if isinstance(doc, dict) else ""
+            if not uuid:
+                problems.append(f"{rel}/{THREAD_JSON} has no web_uuid; left out")
+                continue
+            thread = DiskThread(
                 uuid=uuid,
                 rel=rel,
                 title=as_str(doc.get("title")),
@@ -112,12 +173,18 @@ def scan_disk(root: Path, problems: list[str]) -> dict[str, list[DiskThread]]:
                 last_updated=as_str(doc.get("lastUpdated")),
                 space=space_ref(doc.get("space")),
             )
-        )
+            t = thread
+            records[rel] = [size, mtime, t.uuid, t.title, t.author, t.mode, t.last_updated, t.space]
+        found.setdefault(thread.uuid, []).append(thread)
+    if use_cache and root.is_dir():
+        _save_cache(root, records)
     return found
 
 
 def newest(dirs: list[DiskThread]) -> DiskThread:
     """The newest exported directory of a thread (lastUpdated, then the later path)."""
+    if len(dirs) == 1:
+        return dirs[0]
     return max(dirs, key=lambda d: (_time_key(d.last_updated), d.rel))
 
 
@@ -140,11 +207,21 @@ def scan_indexes(root: Path, problems: list[str]) -> dict[str, IndexFact]:
                 )
     library: dict[str, IndexFact] = {}
     for account in indexed_accounts(root):
-        index = load_index(root, account, repair=False)
-        if index.corrupt_copy is not None:
-            problems.append(f"{index.corrupt_copy} is corrupt; its threads are left out")
+        path = index_path(root, account)
+        try:
+            doc = loads(path.read_bytes())
+            rows = doc["threads"] if isinstance(doc, dict) else None
+            if not isinstance(rows, list):
+                raise ValueError("not an index document")
+        except FileNotFoundError:
             continue
-        for row in index.threads:
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            # Read-only here: `index` moves a corrupt file aside when it next writes one.
+            problems.append(f"{path} is corrupt ({exc}); its threads are left out")
+            continue
+        for row in rows:
+            if not isinstance(row, dict):
+                continue
             uuid = as_str(row.get("entryUUID")).lower()
             if not uuid:
                 continue
