@@ -45,9 +45,7 @@ def build(root: Path, n: int) -> int:
     sources = sorted(p.parent for p in demo.glob("*/*/*/thread.json"))
     docs = {d: json.loads((d / "thread.json").read_text("utf-8")) for d in sources}
     uuids = [doc["web_uuid"] for doc in docs.values()]
-    spaces = {
-        (doc["space"]["uuid"], doc["space"]["slug"]) for doc in docs.values() if doc["space"]
-    }
+    spaces = {(doc["space"]["uuid"], doc["space"]["slug"]) for doc in docs.values() if doc["space"]}
     rows: list[dict[str, object]] = []
     made = 0
     replica = 0
@@ -100,16 +98,15 @@ def build(root: Path, n: int) -> int:
 
 def child(kind: str, root: Path) -> None:
     sys.path.insert(0, str(REPO))
+    # Imported before the clock starts: import time is not run time.
+    import pplx_export.parse  # noqa: F401
     from pplx_export.archive.paths import iter_thread_rels
     from pplx_export.config import Config
     from pplx_export.context import RunOptions
     from pplx_export.models import Account
-    from pplx_export.util.jsontext import loads
-
-    # Imported before the clock starts: import time is not run time.
-    import pplx_export.parse  # noqa: F401
     from pplx_export.sync.relations import run_relations
     from pplx_export.sync.spaces import run_spaces
+    from pplx_export.util.jsontext import loads
 
     opts = RunOptions(Config(path=root / "none.toml"), Account("alice"), root, "en")
     if kind == "relations-cold":

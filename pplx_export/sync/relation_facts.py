@@ -195,7 +195,9 @@ def load_cache(root: Path) -> dict[str, JSON]:
 
 def save_cache(root: Path, records: dict[str, JSON]) -> None:
     doc = {"format": CACHE_FORMAT, "parser": RENDERER_VERSION, "threads": records}
-    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
+    # No trailing newline: jsontext.loads decodes a document that ends where the text ends
+    # in one C call, and this file is read on every run.
+    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
     try:
         write_if_changed(cache_path(root), text)
     except OSError as exc:  # derived state: the graph is still right without it
@@ -237,6 +239,7 @@ def scan_facts(root: Path, *, parse: ParseFn | None = None, use_cache: bool = Tr
         if held is None or _dir_key(facts.rel) > _dir_key(held.rel):
             by_uuid[facts.uuid] = facts
     scan.facts = sorted(by_uuid.values(), key=lambda f: f.rel)
-    if use_cache:
+    # Nothing read again and no directory gone: the cache on disk is already this one.
+    if use_cache and (scan.parsed or len(records) != len(cached)):
         save_cache(root, records)
     return scan

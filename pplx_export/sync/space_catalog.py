@@ -107,7 +107,8 @@ def _load_cache(root: Path) -> dict[str, list[Any]]:
 
 def _save_cache(root: Path, records: dict[str, list[Any]]) -> None:
     doc = {"format": CACHE_FORMAT, "threads": records}
-    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
+    # No trailing newline: jsontext.loads then decodes it in one C call (see relation_facts).
+    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
     try:
         write_if_changed(root / INDEX_DIR / CACHE_NAME, text)
     except OSError as exc:
@@ -176,7 +177,7 @@ def scan_disk(
             t = thread
             records[rel] = [size, mtime, t.uuid, t.title, t.author, t.mode, t.last_updated, t.space]
         found.setdefault(thread.uuid, []).append(thread)
-    if use_cache and root.is_dir():
+    if use_cache and root.is_dir() and records != cached:
         _save_cache(root, records)
     return found
 
