@@ -180,3 +180,11 @@ def test_sync_refresh_spaces_runs_spaces_and_sync_space(run: Run) -> None:
     assert (run.out / "spaces" / "index.md").is_file()
     assert "sync-space: 14 threads checked, 0 patched" in result.stderr
     assert run.requests("GET /rest/collections/get_collection") == 5
+
+
+def test_space_index_of_a_denied_space_names_it_and_writes_nothing(run: Run) -> None:
+    result = run.cli("space-index", ROADMAP)
+    assert result.exit_code == 1
+    assert f"space {ROADMAP}: alice may not view it (VIEW_COLLECTION_NOT_ALLOWED)" in result.stderr
+    assert "Traceback" not in result.output
+    assert not (run.out / "index" / f"space_{ROADMAP}.json").exists()

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.space_files import listing_row, load_listing, load_meta, save_listing
 from pplx_export.context import RunOptions
-from pplx_export.errors import ArchiveError, UsageError
+from pplx_export.errors import ArchiveError, NotFound, PermissionDenied, UsageError
 from pplx_export.models import JSON
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.sync.space_catalog import scan_indexes
@@ -98,7 +98,23 @@ def run_space_index(
         api = open_session(opts)
     try:
         before = api.requests_made
-        items = list(api.iter_collection_threads(slug))
+        try:
+            items = list(api.iter_collection_threads(slug))
+        except PermissionDenied as exc:
+            raise PermissionDenied(
+                f"space {slug}: {opts.account.name} may not view it ({exc.code or exc.reason}); "
+                "try another configured account with --account",
+                endpoint=exc.endpoint,
+                status=exc.status,
+                code=exc.code,
+            ) from None
+        except NotFound as exc:
+            raise NotFound(
+                f"space {slug}: not found ({exc.reason}); check the slug or URL",
+                endpoint=exc.endpoint,
+                status=exc.status,
+                code=exc.code,
+            ) from None
         requests = api.requests_made - before
     finally:
         if own:
