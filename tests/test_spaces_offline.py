@@ -165,3 +165,20 @@ def test_sync_space_patches_a_moved_thread_and_nothing_else(tmp_path: Path) -> N
     code, out, _ = cli("sync-space", "--out", str(root), "--json")
     assert code == 0 and json.loads(out)["changed"] == []
     assert snapshot(root) == after
+
+
+def test_a_changed_index_or_a_lost_page_is_rebuilt(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    build(root)
+    assert cli("spaces", "--out", str(root))[0] == 0
+    rows = [index_row(uid(2), "Basil", OCEAN, "2026-11-03")]
+    write_index(root, "alice", rows)  # Basil moved: the steady-state shortcut must not apply
+    code, out, _ = cli("spaces", "--out", str(root), "--json")
+    assert code == 0 and "spaces/ocean-notes.md" in json.loads(out)["written"]
+    assert "Basil" in (root / "spaces" / "ocean-notes.md").read_text("utf-8")
+    (root / "spaces" / "ocean-notes.md").unlink()
+    code, out, _ = cli("spaces", "--out", str(root), "--json")
+    assert code == 0 and json.loads(out)["written"] == ["spaces/ocean-notes.md"]
+    code, out, _ = cli("spaces", "--out", str(root), "--lang", "zh", "--json")
+    assert code == 0 and "spaces/index.md" in json.loads(out)["written"]
+    assert (root / "spaces" / "index.md").read_text("utf-8").startswith("# 空间\n")

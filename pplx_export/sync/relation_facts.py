@@ -53,10 +53,37 @@ class ThreadUnreadable(Exception):
 
 @dataclass
 class FactsScan:
-    facts: list[ThreadFacts] = field(default_factory=list)  # one per UUID, path order
+    root: Path
+    parse: ParseFn
+    records: dict[str, JSON] = field(default_factory=dict)  # rel -> {"stats", "facts"}
     failures: list[tuple[str, str]] = field(default_factory=list)  # (rel, reason)
     parsed: int = 0  # threads read from their files (the rest came from the cache)
     degraded: int = 0
+    changed: bool = True  # False: the same threads, all from the cache, as last run
+    outputs: JSON = field(default_factory=dict)  # the last run's output stamp (see relations)
+
+    def facts(self) -> list[ThreadFacts]:
+        """One ThreadFacts per UUID, in path order (decoded from the records on demand)."""
+        by_uuid: dict[str, ThreadFacts] = {}
+        for rel, record in list(self.records.items()):
+            try:
+                facts = ThreadFacts.from_json(record["facts"])
+            except (KeyError, TypeError, ValueError):
+                try:  # a damaged cache record: read the thread again
+                    facts, stats = read_facts(self.root, rel, self.parse)
+                except ThreadUnreadable as exc:
+                    self.failures.append((rel, str(exc)))
+                    del self.records[rel]
+                    continue
+                self.records[rel] = {"stats": stats, "facts": facts.to_json()}
+                self.parsed += 1
+                self.changed = True
+            # Two directories of one thread (its date moved): the one named with the later
+            # date is the newer copy.
+            held = by_uuid.get(facts.uuid)
+            if held is None or _dir_key(facts.rel) > _dir_key(held.rel):
+                by_uuid[facts.uuid] = facts
+        return sorted(by_uuid.values(), key=lambda f: f.rel)
 
 
 def cache_path(root: Path) -> Path:
@@ -174,27 +201,33 @@ def _dir_key(rel: str) -> tuple[str, str]:
     return rel.rsplit("/", 1)[-1][:10], rel
 
 
-def load_cache(root: Path) -> dict[str, JSON]:
-    """The cache's records by thread directory; anything unreadable is an empty cache."""
+def load_cache(root: Path) -> tuple[dict[str, JSON], JSON]:
+    """The cache's records by thread directory and its output stamp; anything unreadable
+    (or written by another parser version) is an empty cache."""
     try:
         doc = loads(cache_path(root).read_bytes())
     except FileNotFoundError:
-        return {}
+        return {}, {}
     except (OSError, ValueError, UnicodeDecodeError):
         log.info("relations cache unreadable; rebuilding it")
-        return {}
+        return {}, {}
     if (
         not isinstance(doc, dict)
         or doc.get("format") != CACHE_FORMAT
         or doc.get("parser") != RENDERER_VERSION
     ):
-        return {}
+        return {}, {}
     threads = doc.get("threads")
-    return threads if isinstance(threads, dict) else {}
+    outputs = doc.get("outputs")
+    return (
+        threads if isinstance(threads, dict) else {},
+        outputs if isinstance(outputs, dict) else {},
+    )
 
 
-def save_cache(root: Path, records: dict[str, JSON]) -> None:
-    doc = {"format": CACHE_FORMAT, "parser": RENDERER_VERSION, "threads": records}
+def save_cache(root: Path, records: dict[str, JSON], outputs: JSON) -> None:
+    doc = {"format": CACHE_FORMAT, "parser": RENDERER_VERSION, "outputs": outputs,
+           "threads": records}  # fmt: skip
     # No trailing newline: jsontext.loads decodes a document that ends where the text ends
     # in one C call, and this file is read on every run.
     text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
@@ -205,24 +238,18 @@ def save_cache(root: Path, records: dict[str, JSON]) -> None:
 
 
 def scan_facts(root: Path, *, parse: ParseFn | None = None, use_cache: bool = True) -> FactsScan:
-    """The facts of every thread directory, in sorted path order, one per UUID."""
+    """Every thread directory's record, in sorted path order: from the cache when the
+    thread's files are unchanged (size and mtime), else read and parsed now."""
     if parse is None:
         from pplx_export.parse import parse_thread
 
         parse = parse_thread
-    cached = load_cache(root) if use_cache else {}
-    records: dict[str, JSON] = {}
-    scan = FactsScan()
-    by_uuid: dict[str, ThreadFacts] = {}
+    cached, outputs = load_cache(root) if use_cache else ({}, {})
+    scan = FactsScan(root=root, parse=parse, outputs=outputs)
+    records = scan.records
     for rel in iter_thread_rels(root, known=cached):
         record = cached.get(rel)
-        facts: ThreadFacts | None = None
-        if isinstance(record, dict) and record.get("stats") == _current_stats(root, rel):
-            try:
-                facts = ThreadFacts.from_json(record["facts"])
-            except (KeyError, TypeError, ValueError):
-                facts = None
-        if facts is None or record is None:
+        if not (isinstance(record, dict) and record.get("stats") == _current_stats(root, rel)):
             try:
                 facts, stats = read_facts(root, rel, parse)
             except ThreadUnreadable as exc:
@@ -232,14 +259,7 @@ def scan_facts(root: Path, *, parse: ParseFn | None = None, use_cache: bool = Tr
             scan.parsed += 1
             record = {"stats": stats, "facts": facts.to_json()}
         records[rel] = record
-        scan.degraded += facts.degraded
-        # Two directories of one thread (its date moved): the one named with the later date
-        # is the newer copy.
-        held = by_uuid.get(facts.uuid)
-        if held is None or _dir_key(facts.rel) > _dir_key(held.rel):
-            by_uuid[facts.uuid] = facts
-    scan.facts = sorted(by_uuid.values(), key=lambda f: f.rel)
-    # Nothing read again and no directory gone: the cache on disk is already this one.
-    if use_cache and (scan.parsed or len(records) != len(cached)):
-        save_cache(root, records)
+        scan.degraded += bool(as_dict(record.get("facts")).get("degraded"))
+    # Nothing read again and no directory gone: the same archive as the last run.
+    scan.changed = bool(scan.parsed) or len(records) != len(cached)
     return scan

@@ -9,6 +9,7 @@ the others is still written. Files are rewritten only when their bytes change.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -25,9 +26,11 @@ from pplx_export.render.relations import (
     render_graph_md,
 )
 from pplx_export.sync.relation_edges import KINDS, build_edges
-from pplx_export.sync.relation_facts import ParseFn, scan_facts
+from pplx_export.sync.relation_facts import ParseFn, save_cache, scan_facts
 from pplx_export.sync.spaces import require_archive
 from pplx_export.util.atomic import write_if_changed
+from pplx_export.util.lenient import as_dict
+from pplx_export.util.lenient import lenient_int as lint
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +78,40 @@ def run_relations(opts: RunOptions, *, parse: ParseFn | None = None) -> Relation
         return _relations(root, opts.lang, parse, started)
 
 
+def _stamp(directory: Path, lang: str, threads: int, edges: dict[str, int]) -> JSON:
+    """What the outputs are: their (size, mtime_ns), the language, and the counts shown."""
+    files = {}
+    for name in (EDGES_FILE, GRAPH_FILE):
+        try:
+            st = os.stat(directory / name)
+        except OSError:
+            return {}
+        files[name] = [st.st_size, st.st_mtime_ns]
+    return {"lang": lang, "files": files, "threads": threads, "edges": edges}
+
+
 def _relations(root: Path, lang: str, parse: ParseFn | None, started: float) -> RelationsResult:
     scan = scan_facts(root, parse=parse)
-    lb = graph_labels(lang)
-    edges = build_edges(scan.facts, archived_note=lb.archived_note)
-    threads = {f.uuid: ThreadRef(f.rel, f.title) for f in scan.facts}
     directory = ensure_inside(root, root / RELATIONS_DIR)
+    last = scan.outputs
+    if not scan.changed and last and last.get("lang") == lang:
+        # The same threads, all unchanged, as when the outputs were written, and the outputs
+        # still have that run's size and mtime: they hold the bytes this run would write.
+        fresh = _stamp(directory, lang, lint(last.get("threads")), as_dict(last.get("edges")))
+        if fresh == last:
+            return RelationsResult(
+                directory=directory,
+                threads=lint(last.get("threads")),
+                parsed=0,
+                degraded=scan.degraded,
+                edges={k: lint(as_dict(last.get("edges")).get(k)) for k in KINDS},
+                failures=scan.failures,
+                elapsed=time.monotonic() - started,
+            )
+    facts = scan.facts()
+    lb = graph_labels(lang)
+    edges = build_edges(facts, archived_note=lb.archived_note)
+    threads = {f.uuid: ThreadRef(f.rel, f.title) for f in facts}
     files = {
         EDGES_FILE: render_edges_jsonl(edges),
         GRAPH_FILE: render_graph_md(edges, threads, lang),
@@ -90,12 +121,14 @@ def _relations(root: Path, lang: str, parse: ParseFn | None, started: float) -> 
         if write_if_changed(ensure_inside(root, directory / name), text):
             written.append(f"{RELATIONS_DIR}/{name}")
     counts = Counter(e.kind for e in edges)
+    by_kind = {k: counts.get(k, 0) for k in KINDS}
+    save_cache(root, scan.records, _stamp(directory, lang, len(facts), by_kind))
     return RelationsResult(
         directory=directory,
-        threads=len(scan.facts),
+        threads=len(facts),
         parsed=scan.parsed,
         degraded=scan.degraded,
-        edges={k: counts.get(k, 0) for k in KINDS},
+        edges=by_kind,
         written=written,
         failures=scan.failures,
         elapsed=time.monotonic() - started,

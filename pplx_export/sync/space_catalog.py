@@ -126,7 +126,11 @@ def _from_record(rel: str, record: Any, size: int, mtime: int) -> DiskThread | N
 
 
 def scan_disk(
-    root: Path, problems: list[str], *, use_cache: bool = True
+    root: Path,
+    problems: list[str],
+    *,
+    use_cache: bool = True,
+    disk_changed: list[bool] | None = None,
 ) -> dict[str, list[DiskThread]]:
     """Every thread directory's thread.json, by lower-cased web UUID.
 
@@ -177,8 +181,11 @@ def scan_disk(
             t = thread
             records[rel] = [size, mtime, t.uuid, t.title, t.author, t.mode, t.last_updated, t.space]
         found.setdefault(thread.uuid, []).append(thread)
-    if use_cache and root.is_dir() and records != cached:
+    changed = records != cached
+    if use_cache and root.is_dir() and changed:
         _save_cache(root, records)
+    if disk_changed is not None:
+        disk_changed.append(changed)
     return found
 
 
@@ -288,12 +295,17 @@ def _members(meta: JSON) -> tuple[Member | None, list[Member]]:
     return owner, members
 
 
-def build_catalog(root: Path) -> Catalog:
-    """Group every known thread by space; see the module doc."""
+def build_catalog(
+    root: Path,
+    scanned: dict[str, list[DiskThread]] | None = None,
+    problems: list[str] | None = None,
+) -> Catalog:
+    """Group every known thread by space; see the module doc. `scanned` (with the
+    `problems` found reading it): a `scan_disk` the caller already made."""
     root = Path(root)
-    catalog = Catalog()
+    catalog = Catalog(problems=problems if problems is not None else [])
     problems = catalog.problems
-    catalog.disk = scan_disk(root, problems)
+    catalog.disk = scanned if scanned is not None else scan_disk(root, problems)
     catalog.threads_read = sum(len(v) for v in catalog.disk.values())
     catalog.index = scan_indexes(root, problems)
     meta, meta_problem = load_meta(root)

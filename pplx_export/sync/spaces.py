@@ -10,11 +10,14 @@ is gone is removed (only pages the previous `spaces.json` lists: nothing else un
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pplx_export.archive.library_index import INDEX_DIR
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.paths import ensure_inside
 from pplx_export.archive.space_files import load_meta, save_meta
@@ -23,11 +26,11 @@ from pplx_export.errors import UsageError
 from pplx_export.models import JSON
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.render.spaces import render_space_page, render_spaces_index, spaces_json
-from pplx_export.sync.space_catalog import INDEX_FILE, Catalog, build_catalog
+from pplx_export.sync.space_catalog import INDEX_FILE, Catalog, build_catalog, scan_disk
 from pplx_export.sync.space_meta import MetaOutcome, Opener, fetch_space_meta
 from pplx_export.util.atomic import write_if_changed
 from pplx_export.util.jsontext import loads
-from pplx_export.util.lenient import as_dict, as_str, dicts
+from pplx_export.util.lenient import as_dict, as_str, dicts, lenient_int
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,27 @@ class SpacesResult:
     elapsed: float = 0.0
 
     visible: dict[str, str] = field(default_factory=dict)  # slug -> account that sees it
+
+    def counts(self) -> JSON:
+        return {
+            "spaces": self.spaces,
+            "threads": self.threads,
+            "no_space": self.no_space,
+            "visible": self.visible,
+        }
+
+    @classmethod
+    def from_stamp(cls, directory: Path, stamp: JSON, meta: MetaOutcome | None) -> SpacesResult:
+        counts = as_dict(stamp.get("counts"))
+        visible = as_dict(counts.get("visible"))
+        return cls(
+            directory=directory,
+            spaces=lenient_int(counts.get("spaces")),
+            threads=lenient_int(counts.get("threads")),
+            no_space=lenient_int(counts.get("no_space")),
+            meta=meta,
+            visible={str(k): str(v) for k, v in visible.items()},
+        )
 
     def visible_to(self, account: str) -> list[str]:
         """Slugs of the spaces whose metadata `account` could read (sorted)."""
@@ -163,20 +187,71 @@ def run_spaces(
 
                 opener = open_session
             meta = refresh_meta(opts, opener, api)
-        catalog = build_catalog(root)
+        problems: list[str] = []
+        changed: list[bool] = []
+        disk = scan_disk(root, problems, disk_changed=changed)
+        last = _load_stamp(root)
+        if not any(changed) and not problems and last and _stamp(root, opts.lang, last) == last:
+            # Same thread.json files, same indexes, and the pages still as last written:
+            # they hold the bytes this run would write.
+            result = SpacesResult.from_stamp(root / SPACES_DIR, last, meta)
+            result.elapsed = time.monotonic() - started
+            return result
+        catalog = build_catalog(root, disk, problems)
         for problem in catalog.problems:
             log.warning("spaces: %s", problem)
         written, removed = write_pages(root, catalog, opts.lang)
-    spaces = [p for p in catalog.pages if not p.no_space]
-    return SpacesResult(
-        directory=root / SPACES_DIR,
-        spaces=len(spaces),
-        threads=sum(len(p.threads) for p in catalog.pages),
-        no_space=sum(len(p.threads) for p in catalog.pages if p.no_space),
-        written=written,
-        removed=removed,
-        problems=catalog.problems,
-        meta=meta,
-        visible={p.slug: p.meta_via for p in spaces if p.slug and p.meta_via},
-        elapsed=time.monotonic() - started,
-    )
+        spaces = [p for p in catalog.pages if not p.no_space]
+        result = SpacesResult(
+            directory=root / SPACES_DIR,
+            spaces=len(spaces),
+            threads=sum(len(p.threads) for p in catalog.pages),
+            no_space=sum(len(p.threads) for p in catalog.pages if p.no_space),
+            written=written,
+            removed=removed,
+            problems=catalog.problems,
+            meta=meta,
+            visible={p.slug: p.meta_via for p in spaces if p.slug and p.meta_via},
+        )
+        files = [p.file for p in catalog.pages] + [INDEX_FILE, SPACES_JSON]
+        _save_stamp(root, _stamp(root, opts.lang, {"outputs": dict.fromkeys(files)}, result))
+    result.elapsed = time.monotonic() - started
+    return result
+
+
+STAMP_NAME = "spaces_stamp.json"
+
+
+def _stat(path: Path) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _stamp(root: Path, lang: str, last: JSON, result: SpacesResult | None = None) -> JSON:
+    """What spaces/ was built from and holds: the language, the (size, mtime_ns) of every
+    index file it read and of every file it wrote, and the counts of the summary."""
+    index = root / INDEX_DIR
+    inputs = {}
+    for path in sorted(index.glob("library_*.json")) + sorted(index.glob("space_*.json")):
+        inputs[path.name] = _stat(path)
+    outputs = {name: _stat(root / SPACES_DIR / name) for name in as_dict(last.get("outputs"))}
+    counts = last.get("counts") if result is None else result.counts()
+    return {"lang": lang, "inputs": inputs, "outputs": outputs, "counts": counts}
+
+
+def _load_stamp(root: Path) -> JSON:
+    try:
+        return as_dict(loads((root / INDEX_DIR / STAMP_NAME).read_bytes()))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+
+
+def _save_stamp(root: Path, stamp: JSON) -> None:
+    text = json.dumps(stamp, ensure_ascii=False, sort_keys=True)
+    try:
+        write_if_changed(root / INDEX_DIR / STAMP_NAME, text)
+    except OSError as exc:  # derived state: the pages are right without it
+        log.warning("could not write %s: %s", root / INDEX_DIR / STAMP_NAME, exc)
