@@ -168,3 +168,16 @@ def test_a_missing_archive_is_a_clear_error(tmp_path: Path) -> None:
     code, _out, err = run(tmp_path / "nope")
     assert code == 2 and "no archive at" in err
     assert not (tmp_path / "nope").exists()
+
+
+def test_graph_md_lists_twenty_members_and_counts_the_rest() -> None:
+    from pplx_export.models import RelationEdge
+    from pplx_export.render.relations import ThreadRef, render_graph_md
+
+    edges = [RelationEdge(uid(n), "space:big", "same_space", "member of big") for n in range(25)]
+    threads = {uid(n): ThreadRef(f"a/search/d{n}", f"T{n}") for n in range(25)}
+    graph = render_graph_md(edges, threads)
+    assert "- `space:big`: 25 threads" in graph
+    assert graph.count("](../a/search/d") == 20
+    assert "  - … and 5 more (all in edges.jsonl)" in graph
+    assert "```mermaid" not in graph  # 26 nodes: past the diagram limit

@@ -16,6 +16,9 @@ from pplx_export.models import RelationEdge
 from pplx_export.render.text import link, one_line
 
 MERMAID_MAX_NODES = 25  # past this a diagram is a hairball, not a help
+# Threads listed by name per space or cluster; the rest are counted (every edge is in
+# edges.jsonl, and spaces/<slug>.md lists a space's threads).
+LISTED_MAX = 20
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class GraphLabels:
     none: str
     archived_note: str
     chain_sep: str
+    more_n: Callable[[int], str]
 
 
 EN = GraphLabels(
@@ -53,6 +57,7 @@ EN = GraphLabels(
     none="(none)",
     archived_note=" (sub-agent thread archived: {uuid})",
     chain_sep=", ",
+    more_n=lambda n: f"… and {n} more (all in edges.jsonl)",
 )
 ZH = GraphLabels(
     title="对话关系图",
@@ -67,6 +72,7 @@ ZH = GraphLabels(
     none="（无）",
     archived_note="（子代理线程已归档: {uuid}）",
     chain_sep="，",
+    more_n=lambda n: f"……另有 {n} 个（完整列表见 edges.jsonl）",
 )
 
 
@@ -184,7 +190,9 @@ def _spaces(
     for dst in sorted(members):
         srcs = members[dst]
         out.append(f"- {code(dst)}: {lb.threads_n(len(srcs))}")
-        out += [f"  - {_thread(s, threads)}" for s in srcs]
+        out += [f"  - {_thread(s, threads)}" for s in srcs[:LISTED_MAX]]
+        if len(srcs) > LISTED_MAX:
+            out.append(f"  - {lb.more_n(len(srcs) - LISTED_MAX)}")
     diagram = [(s, dst) for dst in sorted(members) for s in members[dst]]
     if len({n for pair in diagram for n in pair}) <= MERMAID_MAX_NODES:
         labels = {s: _title_of(s, threads) for s, _ in diagram}
@@ -210,11 +218,15 @@ def _clusters(
     for key, group in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         chain = lb.chain_sep.join(
             f"{e.src[:8]}→{e.dst[:8]} ({e.evidence.split('(', 1)[-1].split(')', 1)[0]})"
-            for e in group
+            for e in group[:LISTED_MAX]
         )
+        if len(group) > LISTED_MAX:
+            chain += lb.chain_sep + lb.more_n(len(group) - LISTED_MAX)
         out.append(f"- {lb.threads_n(len(group) + 1)} {code(key)}: {chain}")
-        nodes = [group[0].src] + [e.dst for e in group]
-        out += [f"  - {_thread(n, threads)}" for n in dict.fromkeys(nodes)]
+        nodes = list(dict.fromkeys([group[0].src] + [e.dst for e in group]))
+        out += [f"  - {_thread(n, threads)}" for n in nodes[:LISTED_MAX]]
+        if len(nodes) > LISTED_MAX:
+            out.append(f"  - {lb.more_n(len(nodes) - LISTED_MAX)}")
         diagram += [(e.src, e.dst) for e in group]
     if len({n for pair in diagram for n in pair}) <= MERMAID_MAX_NODES:
         labels = {n: f"{_title_of(n, threads)} ({n[:8]})" for pair in diagram for n in pair}

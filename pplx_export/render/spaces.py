@@ -8,8 +8,8 @@ brackets and line breaks escaped) before it reaches a table or a link.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring
 
 from pplx_export.models import JSON
 from pplx_export.render.text import cell, link, one_line
@@ -327,11 +327,21 @@ def spaces_json(pages: list[SpacePage]) -> str:
     )
 
 
+def _thread_line(t: JSON) -> str:
+    """`json.dumps(t, ensure_ascii=False)` of a SpaceThread.to_json(), without an encoder
+    object per thread (a page may list thousands)."""
+    parts = []
+    for key, value in t.items():
+        text = "null" if value is None else encode_basestring(value)
+        parts.append(f'"{key}": {text}')
+    return "{" + ", ".join(parts) + "}"
+
+
 def _page_text(p: SpacePage) -> str:
     doc = _page_json(p)
     threads = doc.pop("threads")
     head = dumps_indented(doc, 1)[:-2]  # drop the closing "\n}" to append the threads
-    lines = [json.dumps(t, ensure_ascii=False) for t in threads]
+    lines = [_thread_line(t) for t in threads]
     items = ",\n  ".join(lines)
     tail = f',\n "threads": [\n  {items}\n ]\n}}' if lines else ',\n "threads": []\n}'
     return "  " + (head + tail).replace("\n", "\n  ")

@@ -142,7 +142,7 @@ def scan_disk(
     base = f"{root}{os.sep}"
     cached = _load_cache(root) if use_cache else {}
     records: dict[str, list[Any]] = {}
-    for rel in iter_thread_rels(root):
+    for rel in iter_thread_rels(root, known=cached):
         path = base + rel + os.sep + THREAD_JSON
         thread = None
         if rel in cached:
