@@ -43,6 +43,8 @@ class AccountPool:
         self.opener = opener
         self.stack = ExitStack()
         self.apis: dict[str, PerplexityAPI | None] = {}
+        # A session handed in (sync's) has made requests already: count only ours.
+        self.before = first.requests_made if first is not None else 0
         if first is not None:
             self.apis[opts.account.name] = first
 
@@ -69,7 +71,7 @@ class AccountPool:
         return api
 
     def requests(self) -> int:
-        return sum(a.requests_made for a in self.apis.values() if a is not None)
+        return sum(a.requests_made for a in self.apis.values() if a is not None) - self.before
 
     def close(self) -> None:
         self.stack.close()
@@ -131,7 +133,5 @@ def fetch_space_meta(
                 out.via_other += via != opts.account.name
         out.requests = pool.requests()
     finally:
-        if api is not None:
-            pool.apis.pop(opts.account.name, None)  # the caller's session stays open
-        pool.close()
+        pool.close()  # the sessions it opened; the caller's `api` stays open
     return out
