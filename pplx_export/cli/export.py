@@ -13,6 +13,7 @@ from rich.console import Console
 from pplx_export import __version__
 from pplx_export.cli.options import PplxGroup, common_options, creates_config
 from pplx_export.cli.output import emit_json, print_lines, report_run
+from pplx_export.cli.spaces import register as register_space_commands
 from pplx_export.context import RunOptions
 from pplx_export.models import MODES
 from pplx_export.sync.status import collect_status, print_status
@@ -130,6 +131,13 @@ def batch_options(func: Callable[..., Any]) -> Callable[..., Any]:
                 "--mode", type=click.Choice(MODES), default=None, help="Only threads of this mode."
             ),
             click.option("--since", default=None, help="Only threads updated on/after DATE."),
+            click.option(
+                "--space",
+                default=None,
+                metavar="SLUG",
+                help="Export the threads of this space's listing (run `space-index` first), "
+                "other members' threads included.",
+            ),
             click.option("--dry-run", is_flag=True, help="Print the plan; fetch nothing."),
             click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout."),
         ]
@@ -152,7 +160,11 @@ def batch(opts: RunOptions, dry_run: bool, as_json: bool, **filters: Any) -> Non
 @main.command()
 @click.option("--full", is_flag=True, help="Full index sweep and no early stop.")
 @click.option("--check-deleted", is_flag=True, help="Not available yet.")
-@click.option("--refresh-spaces", is_flag=True, help="Not available yet.")
+@click.option(
+    "--refresh-spaces",
+    is_flag=True,
+    help="Afterwards run `spaces --fetch-meta` and `sync-space` (--full does too).",
+)
 @common_options
 def sync(opts: RunOptions, full: bool, check_deleted: bool, refresh_spaces: bool) -> None:
     """The cron command: index, then batch."""
@@ -225,3 +237,6 @@ def demo(opts: RunOptions, directory: Path | None) -> None:
     if summary.batch is not None:
         _report_batch(summary.batch, as_json=False, quiet=opts.quiet)
     click.echo(summary.text())
+
+
+register_space_commands(main)

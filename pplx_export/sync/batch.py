@@ -44,6 +44,7 @@ from pplx_export.sync.export import (
 from pplx_export.sync.index import IndexResult, update_library_index
 from pplx_export.sync.plan import Plan, PlanItem, make_plan, parse_since
 from pplx_export.sync.progress import progress_reporter
+from pplx_export.sync.space_index import space_rows
 
 if TYPE_CHECKING:
     from pplx_export.sync.autocommit import CommitResult
@@ -217,19 +218,26 @@ class BatchFilters:
     limit: int | None = None
     mode: str | None = None
     since: str | None = None
+    space: str | None = None  # plan over this space's listing instead of the library
 
 
 def plan_batch(opts: RunOptions, filters: BatchFilters) -> tuple[Plan, BatchState]:
-    index = load_index(opts.out, opts.account.name)
-    if not index.threads:
-        log.warning("the index of %s is empty: run `pplx-export index` first", opts.account.name)
+    if filters.space is not None:
+        rows = space_rows(opts.out, filters.space)
+    else:
+        index = load_index(opts.out, opts.account.name)
+        rows = index.threads
+        if not rows:
+            log.warning(
+                "the index of %s is empty: run `pplx-export index` first", opts.account.name
+            )
     state = BatchState.load(opts.out)
     try:
         since = parse_since(filters.since) if filters.since else None
     except ValueError as exc:
         raise UsageError(f"--since: {exc}") from None
     plan = make_plan(
-        index.threads,
+        rows,
         state.threads,
         full=filters.full,
         force=filters.force,
@@ -365,11 +373,9 @@ def run_sync(
     check_deleted: bool = False,
     refresh_spaces: bool = False,
 ) -> BatchSummary | Plan:
-    """`index` then `batch` over one session (one pacer, one sign-in)."""
-    for flag, option, command in (
-        (check_deleted, "--check-deleted", "sync-deleted"),
-        (refresh_spaces, "--refresh-spaces", "spaces"),
-    ):
+    """`index` then `batch` over one session (one pacer, one sign-in); with
+    `refresh_spaces` or `full`, then `spaces --fetch-meta` and `sync-space`."""
+    for flag, option, command in ((check_deleted, "--check-deleted", "sync-deleted"),):
         if flag:
             raise UsageError(
                 f"{option} needs the `{command}` command, which this version does not have yet"
@@ -377,6 +383,10 @@ def run_sync(
     with open_session(opts) as api, _locked(opts):
         run_index(opts, full=full, api=api)
         result = run_batch(opts, BatchFilters(full=full), api=api, commit=False)
+        if refresh_spaces or full:
+            from pplx_export.sync.space_refresh import refresh_spaces as refresh
+
+            refresh(opts, api)
         auto_commit(opts, "sync")
         return result
 
