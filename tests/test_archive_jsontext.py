@@ -183,6 +183,7 @@ def test_loads_of_any_json_document_is_json_loads_value(
         "NaN",
         '"a\x01b"',  # a raw control character: an error either way
         "\ufeff{}",  # a BOM in a str: an error either way
+        '{"\ud800": null}',  # a raw lone surrogate in a str (not encodable to UTF-8)
     ],
 )
 def test_loads_edge_cases_are_json_loads(text: str) -> None:

@@ -145,7 +145,8 @@ try:
     import msgspec
 
     _fast_decode: Callable[[str | bytes], Any] | None = msgspec.json.Decoder().decode
-    _FAST_ERRORS: tuple[type[Exception], ...] = (msgspec.MsgspecError,)
+    # ValueError: a str holding a lone surrogate cannot even be encoded for it.
+    _FAST_ERRORS: tuple[type[Exception], ...] = (msgspec.MsgspecError, ValueError)
 except ImportError:  # pragma: no cover - msgspec is a dependency; keep working without it
     _fast_decode = None
     _FAST_ERRORS = ()
