@@ -151,15 +151,46 @@ def batch(opts: RunOptions, dry_run: bool, as_json: bool, **filters: Any) -> Non
 
 @main.command()
 @click.option("--full", is_flag=True, help="Full index sweep and no early stop.")
-@click.option("--check-deleted", is_flag=True, help="Not available yet.")
+@click.option(
+    "--check-deleted", is_flag=True, help="Then `sync-deleted --online` (--full includes it)."
+)
 @click.option("--refresh-spaces", is_flag=True, help="Not available yet.")
 @common_options
 def sync(opts: RunOptions, full: bool, check_deleted: bool, refresh_spaces: bool) -> None:
-    """The cron command: index, then batch."""
+    """The cron command: index, then batch (then the deletion check, if asked)."""
     from pplx_export.sync.batch import run_sync
 
     result = run_sync(opts, full=full, check_deleted=check_deleted, refresh_spaces=refresh_spaces)
     _report_batch(result, as_json=False, quiet=opts.quiet)
+
+
+@main.command("sync-deleted")
+@click.option("--online", is_flag=True, help="Confirm each candidate and tombstone it.")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N candidates.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@common_options
+def sync_deleted(opts: RunOptions, online: bool, limit: int | None, as_json: bool) -> None:
+    """Find exported threads absent from every account's index; --online confirms them.
+
+    Confirmed deletions get state `deleted` and `remote_deleted` in thread.json; no file is
+    ever deleted or moved.
+    """
+    from pplx_export.sync.deleted import run_sync_deleted
+
+    result = run_sync_deleted(opts, online=online, limit=limit)
+    if not as_json:
+        print_lines(result.lines())
+    report_run(
+        result.line(),
+        result.left,
+        quiet=opts.quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=(
+            f"{result.failed} candidate(s) could not be checked; rerun to retry them"
+            if result.failed
+            else ""
+        ),
+    )
 
 
 @main.command()
