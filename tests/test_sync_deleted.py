@@ -10,6 +10,7 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,7 +61,7 @@ def _snapshot(directory: Path) -> dict[str, bytes]:
     }
 
 
-def _json(result_stdout: str) -> dict[str, object]:
+def _json(result_stdout: str) -> dict[str, Any]:
     doc = json.loads(result_stdout)
     assert isinstance(doc, dict)
     return doc
@@ -90,7 +91,7 @@ def test_union_rule_a_thread_in_another_accounts_index_is_no_candidate(env: E2E)
     assert doc["indexes"] == ["maya", "tomas"]
     index_path(env.out, "tomas").unlink()
     doc = _json(env.cli("sync-deleted", "--json").stdout)
-    assert [c["uuid"] for c in doc["candidates"]] == [SEARCH_UUID]  # type: ignore[index]
+    assert [c["uuid"] for c in doc["candidates"]] == [SEARCH_UUID]
 
 
 def test_no_readable_index_means_no_candidate_and_says_why(env: E2E) -> None:
@@ -113,7 +114,7 @@ def test_confirmed_deletion_is_tombstoned_and_files_stay(env: E2E) -> None:
     result = env.cli("sync-deleted", "--online", "--json")
     assert result.exit_code == 0, result.output
     doc = _json(result.stdout)
-    assert [c["uuid"] for c in doc["confirmed"]] == [SEARCH_UUID]  # type: ignore[index]
+    assert [c["uuid"] for c in doc["confirmed"]] == [SEARCH_UUID]
     assert by_endpoint(env.stats(), THREAD_ENDPOINT) == 1
     record = env.state()[SEARCH_UUID]
     assert record["status"] == "deleted"
@@ -132,7 +133,7 @@ def test_confirmed_deletion_is_tombstoned_and_files_stay(env: E2E) -> None:
     assert env.cli("re-render").exit_code == 0
     assert json.loads((directory / "thread.json").read_text("utf-8"))["remote_deleted"] == stamp
     status = _json(env.cli("status", "--json").stdout)
-    assert [t["uuid"] for t in status["tombstoned"]] == [SEARCH_UUID]  # type: ignore[index]
+    assert [t["uuid"] for t in status["tombstoned"]] == [SEARCH_UUID]
     assert "deleted on Perplexity, kept here (1)" in env.cli("status").stdout
     env.emu.reset_stats()
     again = _json(env.cli("sync-deleted", "--online", "--json").stdout)
@@ -158,7 +159,7 @@ def test_a_404_confirms_and_a_false_positive_is_left_alone(env: E2E) -> None:
     basil = _snapshot(_dir_of(env, BASIL_UUID))
     doc = _json(env.cli("sync-deleted", "--online", "--json").stdout)
     assert doc["still_there"] == [BASIL_UUID]
-    assert [c["uuid"] for c in doc["confirmed"]] == [SEARCH_UUID]  # type: ignore[index]
+    assert [c["uuid"] for c in doc["confirmed"]] == [SEARCH_UUID]
     assert env.state()[BASIL_UUID]["status"] == "ok"
     assert _snapshot(_dir_of(env, BASIL_UUID)) == basil
 
