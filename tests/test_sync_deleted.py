@@ -7,64 +7,38 @@ each test runs its own emulator, so mutations (a thread deleted, a failing serve
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pplx_export.archive.library_index import index_path, load_index, save_index
-from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
-from tests.e2e_support import E2E, FIXTURES, THREAD_ENDPOINT, by_endpoint, thread_dirs
-
-SEARCH_UUID = "24a76805-90eb-5b12-a5e0-d0288d7ceae3"  # How do Rust lifetimes work (maya)
-BASIL_UUID = "d47b01e7-aa17-5b3e-a6da-4e1ce47c4a12"  # Best way to store fresh basil (maya)
-COMPUTER_UUID = "cb11e506-373b-5e2d-9156-c7629f699010"  # Audit the nginx config (tomas)
+from tests.e2e_support import E2E, THREAD_ENDPOINT, by_endpoint
+from tests.upkeep_support import (
+    BASIL_UUID,
+    SEARCH_UUID,
+    export_fixture_library,
+    upkeep_env,
+)
+from tests.upkeep_support import as_json as _json
+from tests.upkeep_support import dir_of as _dir_of
+from tests.upkeep_support import snapshot as _snapshot
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("exported")
-    with run_emulator(FIXTURES) as emu:
-        env = E2E(emu, tmp)
-        env.write_files(DEFAULT_EMAIL)
-        result = env.cli("sync")
-        assert result.exit_code == 0, result.output
-    return env.out
+    return export_fixture_library(tmp_path_factory.mktemp("exported"))
 
 
 @pytest.fixture
 def env(tmp_path: Path, exported: Path) -> Iterator[E2E]:
-    with run_emulator(FIXTURES) as emu:
-        e = E2E(emu, tmp_path)
-        e.write_files(DEFAULT_EMAIL)
-        shutil.copytree(exported, e.out)
+    with upkeep_env(tmp_path, exported) as e:
         yield e
 
 
 def _drop_from_index(env: E2E, *uuids: str) -> None:
     rows = load_index(env.out, env.account).threads
     save_index(env.out, env.account, [r for r in rows if r["entryUUID"] not in uuids])
-
-
-def _dir_of(env: E2E, uuid: str) -> Path:
-    (found,) = [d for d in thread_dirs(env.out) if uuid[:8] in d.name]
-    return found
-
-
-def _snapshot(directory: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(directory).as_posix(): p.read_bytes()
-        for p in sorted(directory.rglob("*"))
-        if p.is_file()
-    }
-
-
-def _json(result_stdout: str) -> dict[str, Any]:
-    doc = json.loads(result_stdout)
-    assert isinstance(doc, dict)
-    return doc
 
 
 def test_offline_lists_candidates_newest_first_with_zero_requests(env: E2E) -> None:

@@ -193,6 +193,29 @@ def sync_deleted(opts: RunOptions, online: bool, limit: int | None, as_json: boo
     )
 
 
+@main.command("usage-backfill")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N threads.")
+@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@common_options
+def usage_backfill(opts: RunOptions, limit: int | None, as_json: bool) -> None:
+    """Credit usage per thread into index/credit_usage_<account>.json (every account).
+
+    Resumable: threads already recorded (or forbidden for their account) are not asked again.
+    """
+    from pplx_export.sync.usage import run_usage_backfill
+
+    result = run_usage_backfill(opts, limit=limit)
+    report_run(
+        result.line(),
+        result.failures,
+        quiet=opts.quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=(
+            f"{result.failed} thread(s) failed; rerun to retry them" if result.failed else ""
+        ),
+    )
+
+
 @main.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 @common_options
