@@ -216,6 +216,27 @@ def usage_backfill(opts: RunOptions, limit: int | None, as_json: bool) -> None:
     )
 
 
+@main.command("search-mode-backfill")
+@click.option("--offline", is_flag=True, help="Local raw files only; zero requests.")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N index rows.")
+@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@common_options
+def search_mode_backfill(opts: RunOptions, offline: bool, limit: int | None, as_json: bool) -> None:
+    """Fill search_mode into index rows: from local raw files first, online as fallback."""
+    from pplx_export.sync.search_mode import run_search_mode_backfill
+
+    result = run_search_mode_backfill(opts, offline=offline, limit=limit)
+    report_run(
+        result.line(),
+        result.failures,
+        quiet=opts.quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=(
+            f"{result.failed} row(s) failed; rerun to retry them" if result.failed else ""
+        ),
+    )
+
+
 @main.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 @common_options
