@@ -216,6 +216,34 @@ def usage_backfill(opts: RunOptions, limit: int | None, as_json: bool) -> None:
     )
 
 
+@main.command("assets-backfill")
+@click.option(
+    "--fetch-blocks", is_flag=True, help="Fetch missing raw_blocks.json (earlier tool's archives)."
+)
+@click.option("--online", is_flag=True, help="Download missing files through fresh signed URLs.")
+@click.option(
+    "--limit", type=click.IntRange(min=0), default=None, help="At most N threads per phase."
+)
+@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@common_options
+def assets_backfill(
+    opts: RunOptions, fetch_blocks: bool, online: bool, limit: int | None, as_json: bool
+) -> None:
+    """Complete thread assets: inline files and manifests offline; blocks and files online."""
+    from pplx_export.sync.assets_backfill import run_assets_backfill
+
+    result = run_assets_backfill(opts, fetch_blocks=fetch_blocks, online=online, limit=limit)
+    report_run(
+        result.line(),
+        result.failures,
+        quiet=opts.quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=(
+            f"{result.failed} item(s) failed; rerun to retry them" if result.failed else ""
+        ),
+    )
+
+
 @main.command("search-mode-backfill")
 @click.option("--offline", is_flag=True, help="Local raw files only; zero requests.")
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N index rows.")

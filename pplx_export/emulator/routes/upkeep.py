@@ -75,7 +75,7 @@ def serve_file(app: Emulator, path: str, raw_url: str) -> Response:
 
 def mutate(app: Emulator, payload: JSON) -> tuple[int, JSON] | None:
     """`fail_thread` + `status` (0 clears), `own` + `email`, `url_ttl` (negative: off),
-    `advance_clock` (seconds); None when the payload is none of these."""
+    `purge_asset`, `advance_clock` (seconds); None when the payload is none of these."""
     upkeep = app.upkeep
     with upkeep.lock:
         if "fail_thread" in payload:
@@ -97,6 +97,9 @@ def mutate(app: Emulator, payload: JSON) -> tuple[int, JSON] | None:
             ttl = payload["url_ttl"]
             upkeep.url_ttl = float(ttl) if isinstance(ttl, int | float) and ttl >= 0 else None
             return 200, {"status": "success", "action": "url_ttl", "url_ttl": upkeep.url_ttl}
+        if "purge_asset" in payload:  # the platform purged the file: ASSET_NOT_FOUND
+            app.library.expired_assets.add(as_str(payload["purge_asset"]))
+            return 200, {"status": "success", "action": "purge_asset"}
         if "advance_clock" in payload:
             upkeep.clock_offset += float(lenient_int(payload["advance_clock"]))
             return 200, {"status": "success", "action": "advance_clock"}
