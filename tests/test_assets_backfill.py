@@ -18,10 +18,8 @@ import httpx
 import pytest
 
 from pplx_export.archive.assets import MANIFEST
-from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 from tests.e2e_support import (
     E2E,
-    FIXTURES,
     THREAD_ENDPOINT,
     by_endpoint,
     leftover_temp_files,
@@ -29,57 +27,32 @@ from tests.e2e_support import (
     served_raw,
 )
 from tests.upkeep_support import (
+    BG_ASSET,
     COMPUTER_UUID,
+    EBIKE_UUID,
     TOMAS_EMAIL,
     add_tomas,
     as_json,
     dir_of,
+    export_fixture_library,
+    library_with_background_asset,
     upkeep_env,
 )
 
-EBIKE_UUID = "c0b720ca-5034-5675-b730-44eca9d66db2"  # computer, with sub-agents (tomas)
-BG_ASSET = "5e1f0000-0000-4000-8000-00000000b9d1"
 ASSET_DATA = "GET /rest/assets/data"
 FILES = "GET /__emulator/files"
 
 
-def _library(tmp: Path) -> Path:
-    """The fixture library with a PDF listed only by a background entry."""
-    lib = tmp / "library"
-    shutil.copytree(FIXTURES, lib)
-    (path,) = lib.glob(f"tomas/computer/*_{EBIKE_UUID[:8]}/raw_blocks.json")
-    blocks = json.loads(path.read_text("utf-8"))
-    asset = {
-        "uuid": BG_ASSET,
-        "asset_type": "PDF_FILE",
-        "pdf_file": {
-            "url": "https://d2z0o16i8xm8ak.cloudfront.net/bg/range_table.pdf",
-            "filename": "range_table.pdf",
-        },
-        "created_at": "1938197500",
-    }
-    blocks["background_entries"][0]["blocks"].append({"unified_assets_block": {"assets": [asset]}})
-    path.write_text(json.dumps(blocks, ensure_ascii=False), "utf-8")
-    return lib
-
-
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _library(tmp_path_factory.mktemp("lib"))
+    return library_with_background_asset(tmp_path_factory.mktemp("lib"))
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory, library: Path) -> Path:
-    """The library exported while every signed URL died at once (url_ttl 0): the manifests
-    list every downloadable version, and no file was downloaded."""
-    tmp = tmp_path_factory.mktemp("exported")
-    with run_emulator(library) as emu:
-        emu.mutate(url_ttl=0)
-        env = E2E(emu, tmp)
-        env.write_files(DEFAULT_EMAIL)
-        result = env.cli("sync")
-        assert result.exit_code == 0, result.output
-    return env.out
+    """Exported while every signed URL was dead (url_ttl 0): the manifests list every
+    downloadable version, and no file was downloaded."""
+    return export_fixture_library(tmp_path_factory.mktemp("exported"), library=library, url_ttl=0)
 
 
 @pytest.fixture
@@ -187,7 +160,7 @@ def test_offline_phase_restores_inline_files_and_handles_with_zero_requests(env:
 
 
 def test_fetch_blocks_completes_an_archive_of_the_earlier_tool(env: E2E) -> None:
-    env.emu.mutate(url_ttl=600)
+    # This emulator's URLs do not expire (no url_ttl): served pages compare byte for byte.
     thread_dir = dir_of(env, EBIKE_UUID)
     (thread_dir / "raw_blocks.json").unlink()
     shutil.rmtree(thread_dir / "assets")
