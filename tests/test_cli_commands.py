@@ -8,10 +8,7 @@ from click.testing import CliRunner
 from pplx_export.cli.export import main
 
 
-@pytest.mark.parametrize(
-    ("flag", "command"),
-    [("--check-deleted", "sync-deleted"), ("--refresh-spaces", "spaces")],
-)
+@pytest.mark.parametrize(("flag", "command"), [("--refresh-spaces", "spaces")])
 def test_sync_rejects_flags_whose_command_does_not_exist_yet(flag: str, command: str) -> None:
     result = CliRunner().invoke(main, ["sync", flag])
     assert result.exit_code == 2
@@ -20,7 +17,10 @@ def test_sync_rejects_flags_whose_command_does_not_exist_yet(flag: str, command:
 
 def test_every_command_has_help() -> None:
     runner = CliRunner()
-    for name in ("index", "export", "batch", "sync", "status", "re-render", "demo"):
+    for name in (
+        *("index", "export", "batch", "sync", "status", "re-render", "demo"),
+        *("sync-deleted", "usage-backfill", "assets-backfill", "search-mode-backfill"),
+    ):
         result = runner.invoke(main, [name, "--help"])
         assert result.exit_code == 0, name
         assert "--account" in result.output and "--out" in result.output, name

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import pytest
 
 from pplx_export.archive.credit_usage import load_usage
 from pplx_export.archive.library_index import load_index, save_index
+from pplx_export.parse.mode import aggregate_search_mode
 from tests.e2e_support import E2E, leftover_temp_files, thread_dirs, unparseable_json
 from tests.upkeep_support import (
     export_fixture_library,
@@ -120,14 +122,30 @@ def _case_assets(env: E2E) -> Callable[[], None]:
     return check
 
 
+def _case_search_mode(env: E2E) -> Callable[[], None]:
+    expected = {}
+    for directory in thread_dirs(env.out)[:6]:  # listed, but not exported here
+        raw = json.loads((directory / "raw_entries.json").read_text("utf-8"))
+        uuid = json.loads((directory / "thread.json").read_text("utf-8"))["web_uuid"]
+        expected[uuid] = aggregate_search_mode(raw["entries"] + raw["background_entries"])
+        shutil.rmtree(directory)
+
+    def check() -> None:
+        rows = {r["entryUUID"]: r for r in load_index(env.out, env.account).threads}
+        assert all(rows[u].get("search_mode", "") == mode for u, mode in expected.items())
+
+    return check
+
+
 @pytest.mark.parametrize(
     ("args", "case"),
     [
         (["sync-deleted", "--online"], _case_sync_deleted),
         (["usage-backfill"], _case_usage),
         (["assets-backfill", "--fetch-blocks", "--online"], _case_assets),
+        (["search-mode-backfill"], _case_search_mode),
     ],
-    ids=["sync-deleted", "usage-backfill", "assets-backfill"],
+    ids=["sync-deleted", "usage-backfill", "assets-backfill", "search-mode-backfill"],
 )
 def test_sigkill_then_rerun_finishes_with_nothing_lost_or_repeated(
     tmp_path: Path,
