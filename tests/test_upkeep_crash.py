@@ -33,9 +33,22 @@ from tests.upkeep_support import (
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 SEED = 11
-KILLS = 4
+KILLS = 3
 MAX_RUNS = 12
 LATENCY = "latency=15ms"
+# Seconds after the first request within which the kill lands: each run makes 10 to 30
+# requests of 15 ms or more, so most kills hit mid-run; a run that ends first simply
+# finishes the work (and the loop).
+WINDOW = 0.5
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(library, its export with every signed URL dead: no file downloaded)."""
+    library = library_with_background_asset(tmp_path_factory.mktemp("lib"))
+    return library, export_fixture_library(
+        tmp_path_factory.mktemp("exported"), library=library, url_ttl=0
+    )
 
 
 def _wait_first_request(env: E2E, proc: subprocess.Popen[bytes]) -> None:
@@ -149,20 +162,12 @@ def _case_search_mode(env: E2E) -> Callable[[], None]:
 )
 def test_sigkill_then_rerun_finishes_with_nothing_lost_or_repeated(
     tmp_path: Path,
+    exported: tuple[Path, Path],
     args: list[str],
     case: Callable[[E2E], Callable[[], None]],
 ) -> None:
-    library = library_with_background_asset(tmp_path / "lib")
-    exported = export_fixture_library(tmp_path / "exported", library=library, url_ttl=0)
-    with upkeep_env(tmp_path / "run", exported, library=library, faults=LATENCY) as env:
+    library, exported_dir = exported
+    with upkeep_env(tmp_path / "run", exported_dir, library=library, faults=LATENCY) as env:
         check = case(env)
-        # The window: one uninterrupted run of a scratch copy, from its first request.
-        with upkeep_env(tmp_path / "scratch", exported, library=library, faults=LATENCY) as s:
-            case(s)
-            proc = s.popen(*args)
-            _wait_first_request(s, proc)
-            started = time.monotonic()
-            assert proc.wait(timeout=60) == 0
-            window = time.monotonic() - started
-        _kill_then_finish(env, args, random.Random(f"{SEED}-{args[0]}"), window)
+        _kill_then_finish(env, args, random.Random(f"{SEED}-{args[0]}"), WINDOW)
         check()

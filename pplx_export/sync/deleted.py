@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pplx_export.archive.library_index import indexed_accounts, load_index
+from pplx_export.archive.library_index import INDEX_DIR, indexed_accounts, load_index
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.state import ERROR_MAX, BatchState
+from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, add_remote_deleted, archived_threads
 from pplx_export.context import RunOptions
 from pplx_export.errors import (
@@ -177,6 +178,8 @@ def run_sync_deleted(
         )
         if not online or not result.candidates:
             return result
+        # A run killed while saving the state left its temp file in index/.
+        sweep_temp_files(opts.out / INDEX_DIR, recursive=False)
         with AccountSessions(opts, open_api) as sessions:
             before = sessions.requests_made
             try:
@@ -208,6 +211,10 @@ def _confirm_one(
     cand: Candidate,
     streak: AuthStreak,
 ) -> None:
+    for directory in cand.dirs:
+        # A run killed mid-tombstone left its temp file next to thread.json; this candidate
+        # is the one it was writing (its state still says ok), and the lock is ours.
+        sweep_temp_files(directory, recursive=False)
     account = account_for(opts, cand.account)
     if account is None:
         why = f"exported by account {cand.account!r}, which is not in the config"
