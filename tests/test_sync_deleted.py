@@ -182,3 +182,17 @@ def test_sync_check_deleted_runs_after_the_batch(env: E2E) -> None:
     assert "remote_deleted" in json.loads(
         (_dir_of(env, SEARCH_UUID) / "thread.json").read_text("utf-8")
     )
+
+
+def test_the_tombstone_goes_in_its_place_and_keeps_unknown_keys(tmp_path: Path) -> None:
+    from pplx_export.archive.thread_docs import add_remote_deleted
+
+    doc = {"web_uuid": "u", "title": "t", "exported_at": "x", "zz_newer_tool": 1}
+    (tmp_path / "thread.json").write_text(json.dumps(doc), "utf-8")
+    assert add_remote_deleted(tmp_path, "2031-01-01T00:00:00Z")
+    written = json.loads((tmp_path / "thread.json").read_text("utf-8"))
+    assert list(written) == ["web_uuid", "title", "exported_at", "remote_deleted", "zz_newer_tool"]
+    assert not add_remote_deleted(tmp_path, "2032-01-01T00:00:00Z")  # never overwritten
+    assert json.loads((tmp_path / "thread.json").read_text("utf-8")) == written
+    (tmp_path / "thread.json").write_text("[]", "utf-8")
+    assert not add_remote_deleted(tmp_path, "2032-01-01T00:00:00Z")

@@ -94,7 +94,10 @@ def add_remote_deleted(directory: Path, stamp: str) -> bool:
     """
     path = directory / THREAD_JSON
     doc = load_json_dict(path.read_text(encoding="utf-8"))
-    if doc is None or REMOTE_DELETED in doc:
+    if doc is None:
+        log.warning("%s is not a JSON object: no tombstone written there", path)
+        return False
+    if REMOTE_DELETED in doc:
         return False
     out: dict[str, Any] = {k: doc[k] for k in _BEFORE_TOMBSTONE if k in doc}
     out[REMOTE_DELETED] = stamp

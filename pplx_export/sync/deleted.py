@@ -172,7 +172,7 @@ def run_sync_deleted(
     started = time.monotonic()
     result = DeletedResult(root=opts.out, online=online)
     with archive_lock(opts.out, opts.held_locks):
-        state = BatchState.load(opts.out)
+        state = BatchState.load(opts.out, repair=online)  # offline: read-only
         result.candidates, result.indexes, result.reason = find_candidates(
             opts.out, state, limit=limit
         )
