@@ -159,7 +159,9 @@ def batch(opts: RunOptions, dry_run: bool, as_json: bool, **filters: Any) -> Non
 
 @main.command()
 @click.option("--full", is_flag=True, help="Full index sweep and no early stop.")
-@click.option("--check-deleted", is_flag=True, help="Not available yet.")
+@click.option(
+    "--check-deleted", is_flag=True, help="Then `sync-deleted --online` (--full includes it)."
+)
 @click.option(
     "--refresh-spaces",
     is_flag=True,
@@ -167,11 +169,112 @@ def batch(opts: RunOptions, dry_run: bool, as_json: bool, **filters: Any) -> Non
 )
 @common_options
 def sync(opts: RunOptions, full: bool, check_deleted: bool, refresh_spaces: bool) -> None:
-    """The cron command: index, then batch."""
+    """The cron command: index, then batch (then the deletion check, if asked)."""
     from pplx_export.sync.batch import run_sync
 
     result = run_sync(opts, full=full, check_deleted=check_deleted, refresh_spaces=refresh_spaces)
     _report_batch(result, as_json=False, quiet=opts.quiet)
+
+
+@main.command("sync-deleted")
+@click.option("--online", is_flag=True, help="Confirm each candidate and tombstone it.")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N candidates.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@common_options
+def sync_deleted(opts: RunOptions, online: bool, limit: int | None, as_json: bool) -> None:
+    """Find exported threads absent from every account's index; --online confirms them.
+
+    Confirmed deletions get state `deleted` and `remote_deleted` in thread.json; no file is
+    ever deleted or moved.
+    """
+    from pplx_export.sync.deleted import run_sync_deleted
+
+    result = run_sync_deleted(opts, online=online, limit=limit)
+    if not as_json:
+        print_lines(result.lines())
+    report_run(
+        result.line(),
+        result.left,
+        quiet=opts.quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=(
+            f"{result.failed} candidate(s) could not be checked; rerun to retry them"
+            if result.failed
+            else ""
+        ),
+    )
+
+
+@main.command("usage-backfill")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N threads.")
+@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@common_options
+def usage_backfill(opts: RunOptions, limit: int | None, as_json: bool) -> None:
+    """Credit usage per thread into index/credit_usage_<account>.json (every account).
+
+    Resumable: threads already recorded (or forbidden for their account) are not asked again.
+    """
+    from pplx_export.sync.usage import run_usage_backfill
+
+    result = run_usage_backfill(opts, limit=limit)
+    report_run(
+        result.line(),
+        result.failures,
+        quiet=opts.quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=(
+            f"{result.failed} thread(s) failed; rerun to retry them" if result.failed else ""
+        ),
+    )
+
+
+@main.command("assets-backfill")
+@click.option(
+    "--fetch-blocks", is_flag=True, help="Fetch missing raw_blocks.json (earlier tool's archives)."
+)
+@click.option("--online", is_flag=True, help="Download missing files through fresh signed URLs.")
+@click.option(
+    "--limit", type=click.IntRange(min=0), default=None, help="At most N threads per phase."
+)
+@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@common_options
+def assets_backfill(
+    opts: RunOptions, fetch_blocks: bool, online: bool, limit: int | None, as_json: bool
+) -> None:
+    """Complete thread assets: inline files and manifests offline; blocks and files online."""
+    from pplx_export.sync.assets_backfill import run_assets_backfill
+
+    result = run_assets_backfill(opts, fetch_blocks=fetch_blocks, online=online, limit=limit)
+    report_run(
+        result.line(),
+        result.failures,
+        quiet=opts.quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=(
+            f"{result.failed} item(s) failed; rerun to retry them" if result.failed else ""
+        ),
+    )
+
+
+@main.command("search-mode-backfill")
+@click.option("--offline", is_flag=True, help="Local raw files only; zero requests.")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N index rows.")
+@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@common_options
+def search_mode_backfill(opts: RunOptions, offline: bool, limit: int | None, as_json: bool) -> None:
+    """Fill search_mode into index rows: from local raw files first, online as fallback."""
+    from pplx_export.sync.search_mode import run_search_mode_backfill
+
+    result = run_search_mode_backfill(opts, offline=offline, limit=limit)
+    report_run(
+        result.line(),
+        result.failures,
+        quiet=opts.quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=(
+            f"{result.failed} row(s) failed; rerun to retry them" if result.failed else ""
+        ),
+    )
 
 
 @main.command()

@@ -16,6 +16,7 @@ from typing import Any
 
 from pplx_export.emulator.faults import FaultPlan, FaultSpec
 from pplx_export.emulator.library import Library
+from pplx_export.emulator.upkeep import Upkeep
 
 JSON = dict[str, Any]
 
@@ -98,6 +99,7 @@ class Emulator:
         self.config = config
         self.faults = FaultPlan(faults, config.seed)
         self.stats = Stats()
+        self.upkeep = Upkeep.from_manifest(library.manifest)  # owners, failures, URL lifetime
         self.base_url = ""  # set by the server once it has its port
         # Separate stream for generated ids, so faults and ids never shift each other.
         self._ids = random.Random(f"ids-{config.seed}")

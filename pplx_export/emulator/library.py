@@ -163,6 +163,7 @@ class Library:
     """Threads and spaces, guarded by one lock (the server is threaded)."""
 
     def __init__(self, threads: list[ThreadRecord], spaces: list[SpaceRecord], manifest: JSON):
+        self.manifest = manifest  # `_emulator.json` as loaded (upkeep.py reads its own keys)
         self.lock = threading.RLock()
         self.threads: dict[str, ThreadRecord] = {}
         for record in threads:

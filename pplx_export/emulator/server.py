@@ -37,7 +37,7 @@ from pplx_export.emulator.app import (
 from pplx_export.emulator.faults import CHALLENGE_HTML, FaultSpec, parse_faults
 from pplx_export.emulator.http import AbortStream, Request, Response, error, json_response
 from pplx_export.emulator.library import Library
-from pplx_export.emulator.routes import assets as asset_routes
+from pplx_export.emulator.routes import upkeep as upkeep_routes
 from pplx_export.emulator.routes.control import mutate
 
 JSON = dict[str, Any]
@@ -244,7 +244,7 @@ class EmulatorHandler(BaseHTTPRequestHandler):
         if path.startswith("/__emulator/files/") and method == "GET":
             app.stats.count(method, path)
             # The raw path: a file name may hold an escaped slash.
-            return asset_routes.serve_file(app, raw_path)
+            return upkeep_routes.serve_file(app, raw_path, self.path)
         if path == "/__emulator/stats" and method == "GET":
             return json_response(200, app.stats.snapshot())
         if path == "/__emulator/reset-stats" and method == "POST":

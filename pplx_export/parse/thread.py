@@ -257,7 +257,10 @@ def parse_thread(
     if blocks is not None:
         if mode in WORKFLOW_MODES:
             _attach_workflow(conv, plain, blocks, walks)
-        conv.assets = collect_assets(dicts(blocks.get("entries")))
+        # Not in §5.9 (main entries only): a sub-agent's files are part of the thread too.
+        conv.assets = collect_assets(
+            dicts(blocks.get("entries")) + dicts(blocks.get("background_entries"))
+        )
         warnings.extend(
             workflow_warnings(dicts(blocks.get("entries")), dicts(blocks.get("background_entries")))
         )

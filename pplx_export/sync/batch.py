@@ -67,9 +67,12 @@ class BatchSummary:
     requests: int = 0
     elapsed: float = 0.0
     failures: list[tuple[str, str]] = field(default_factory=list)  # (uuid, reason)
+    # `sync --check-deleted`: the deletion check's document and summary line.
+    deleted_check: JSON | None = None
+    deleted_check_line: str = ""
 
     def to_json(self) -> JSON:
-        return {
+        doc: JSON = {
             "ok": self.ok,
             "skipped": self.skipped,
             "failed": self.failed,
@@ -81,14 +84,18 @@ class BatchSummary:
             "elapsed_s": round(self.elapsed, 3),
             "failures": [{"uuid": u, "reason": r} for u, r in self.failures],
         }
+        if self.deleted_check is not None:
+            doc["deleted_check"] = self.deleted_check
+        return doc
 
     def line(self) -> str:
-        return (
+        line = (
             f"batch: {self.ok} ok, {self.skipped} skipped, {self.failed} failed, "
             f"{self.expired} expired, {self.deleted} deleted, {self.early_stopped} early-stopped, "
             f"{self.variant_hits} answer-variant hits, {self.requests} requests, "
             f"{self.elapsed:.1f}s"
         )
+        return f"{line}\n{self.deleted_check_line}" if self.deleted_check_line else line
 
 
 def _sweep_index(opts: RunOptions) -> None:
@@ -373,13 +380,10 @@ def run_sync(
     check_deleted: bool = False,
     refresh_spaces: bool = False,
 ) -> BatchSummary | Plan:
-    """`index` then `batch` over one session (one pacer, one sign-in); with
-    `refresh_spaces` or `full`, then `spaces --fetch-meta` and `sync-space`."""
-    for flag, option, command in ((check_deleted, "--check-deleted", "sync-deleted"),):
-        if flag:
-            raise UsageError(
-                f"{option} needs the `{command}` command, which this version does not have yet"
-            )
+    """`index` then `batch` over one session (one pacer, one sign-in); with `refresh_spaces`
+    or `full`, then `spaces --fetch-meta` and `sync-space`; with `check_deleted` or `full`,
+    then `sync-deleted --online` (its candidates that could not be checked count as failures
+    of the run)."""
     with open_session(opts) as api, _locked(opts):
         run_index(opts, full=full, api=api)
         result = run_batch(opts, BatchFilters(full=full), api=api, commit=False)
@@ -387,8 +391,20 @@ def run_sync(
             from pplx_export.sync.space_refresh import refresh_spaces as refresh
 
             refresh(opts, api)
+        if (check_deleted or full) and isinstance(result, BatchSummary):
+            _check_deleted(opts, result)
         auto_commit(opts, "sync")
         return result
+
+
+def _check_deleted(opts: RunOptions, summary: BatchSummary) -> None:
+    from pplx_export.sync.deleted import run_sync_deleted
+
+    checked = run_sync_deleted(opts, online=True)
+    summary.deleted_check = checked.to_json()
+    summary.deleted_check_line = checked.line()
+    summary.failed += checked.failed
+    summary.failures += checked.left
 
 
 def auto_commit(opts: RunOptions, command: str) -> CommitResult | None:

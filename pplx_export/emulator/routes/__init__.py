@@ -7,7 +7,16 @@ routes (thread detail, asset data).
 from __future__ import annotations
 
 from pplx_export.emulator.http import Handler, Request, Response, error
-from pplx_export.emulator.routes import account, ask, assets, listing, space_view, spaces, threads
+from pplx_export.emulator.routes import (
+    account,
+    ask,
+    assets,
+    listing,
+    space_view,
+    spaces,
+    threads,
+    upkeep,
+)
 from pplx_export.emulator.routes.threads import thread_id_of
 
 ROUTES: dict[tuple[str, str], Handler] = {
@@ -27,6 +36,9 @@ ROUTES: dict[tuple[str, str], Handler] = {
 
 
 def dispatch(req: Request) -> Response:
+    hooked = upkeep.intercept(req)  # failing threads, owners, expiring URLs
+    if hooked is not None:
+        return hooked
     handler = ROUTES.get((req.method, req.path))
     if handler is not None:
         return handler(req)

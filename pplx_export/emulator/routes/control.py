@@ -5,10 +5,14 @@ from __future__ import annotations
 from pplx_export.emulator.app import Emulator
 from pplx_export.emulator.http import JSON
 from pplx_export.emulator.library import DELETED, EXPIRED, OK
+from pplx_export.emulator.routes import upkeep
 from pplx_export.util.lenient import as_str
 
 
 def mutate(app: Emulator, payload: JSON) -> tuple[int, JSON]:
+    handled = upkeep.mutate(app, payload)  # fail_thread, own, url_ttl, advance_clock
+    if handled is not None:
+        return handled
     library = app.library
     try:
         if "touch" in payload:
