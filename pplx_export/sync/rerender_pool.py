@@ -8,6 +8,7 @@ concurrent writers. `--jobs 1` (or a single thread to render) runs in the parent
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import multiprocessing
 import os
@@ -20,6 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pplx_export.archive.lock import release_inherited_lock
 from pplx_export.models import JSON
 from pplx_export.sync.assemble import Engine, preload_engine
 from pplx_export.sync.rerender_thread import ThreadOutcome, rerender_thread
@@ -32,6 +34,7 @@ WorkItem = tuple[str, "JSON | None", bool]
 # only when each worker gets at least MIN_AUTO_SHARE threads: starting a worker costs about
 # what rendering a few dozen threads does.
 MAX_AUTO_JOBS = 8
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 MIN_AUTO_SHARE = 64
 
 
@@ -64,7 +67,10 @@ def outcomes(
     # touch (and so copy) every page they inherited from the parent.
     gc.freeze()
     pool = ProcessPoolExecutor(
-        max_workers=jobs, mp_context=_pool_context(), initializer=_init_worker
+        max_workers=jobs,
+        mp_context=_pool_context(),
+        initializer=_init_worker,
+        initargs=(os.getpid(),),
     )
     try:
         futures = deque(pool.submit(_run_chunk, work, c) for c in guided_chunks(todo, jobs))
@@ -98,11 +104,29 @@ def _run_chunk(
     return [work(item) for item in items]
 
 
-def _init_worker() -> None:
+def _init_worker(parent: int) -> None:
     # Ctrl-C reaches the whole process group. The parent handles it: it drops the chunks
     # not started and waits for the running ones, so no worker dies mid-write.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with(parent)
+    release_inherited_lock()
     preload_engine()
+
+
+def _die_with(parent: int) -> None:
+    """End this worker when its parent dies. A parent SIGKILLed (the OOM killer, `timeout -s
+    KILL`) cannot stop its pool; reparented to init, the workers would wait on their pipe
+    forever. Linux: the kernel sends SIGKILL on the parent's death (prctl PR_SET_PDEATHSIG);
+    a parent that died before that call is caught by the ppid check."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # no prctl: the ppid check below still helps once
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _pool_context() -> Any:
