@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from pplx_export.cli.export import main
 from pplx_export.emulator import DEFAULT_EMAIL, parse_faults, run_emulator
 from pplx_export.emulator.faults import FaultPlan
 from tests.e2e_support import (
@@ -124,3 +127,31 @@ def test_debris_in_a_thread_the_batch_does_not_touch_is_swept(exported: E2E) -> 
     assert leftover_temp_files(exported.out) == []
     assert not (some_dir.parent / ".pplx-trash-2031-01-01_old_deadbeef").exists()
     assert by_endpoint(exported.stats(), "GET /rest/thread") == 0
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_full_disk_stops_a_rerender_with_one_line_and_the_rerun_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    root = tmp_path / "archive"
+    shutil.copytree(FIXTURES, root)  # raw files only: every derived file is to be written
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def replace(src: Any, dst: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] >= 12:  # forked workers inherit the patch, with their own count
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    args = ["re-render", "--out", str(root), "--jobs", jobs]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert result.exit_code == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: disk full while writing ")
+    assert "Traceback" not in result.stderr
+    assert leftover_temp_files(root) == []
+    again = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert again.exit_code == 0, again.stderr

@@ -29,7 +29,8 @@ from pplx_export.archive.paths import iter_thread_rels
 from pplx_export.archive.render_state import is_fresh, load_state, save_state
 from pplx_export.archive.variants import append_variant_log, warn_variants
 from pplx_export.context import RunOptions
-from pplx_export.errors import UsageError
+from pplx_export.errors import DiskFull, UsageError
+from pplx_export.models import JSON
 from pplx_export.sync.assemble import Engine, default_engine, preload_engine
 from pplx_export.sync.progress import progress_reporter
 from pplx_export.sync.rerender_pool import WorkItem, auto_jobs, outcomes
@@ -129,6 +130,9 @@ def rerender(
         preload_engine()  # before the fork, so no worker imports them again
     try:
         for o in outcomes(root, todo, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine):
+            if o.disk_full:
+                # Every later write would fail the same way: stop at once, one line.
+                raise DiskFull(o.disk_full)
             summary.add(o)
             if o.status == "failed":
                 log.error("re-render failed: %s: %s", root / o.rel, o.error)
@@ -142,11 +146,11 @@ def rerender(
             if on_progress:
                 on_progress(o)
             if dirty and not dry_run and summary.total % STATE_CHECKPOINT == 0:
-                save_state(root, state)
+                _save_state(root, state)
                 dirty = False
     finally:
         if not dry_run and dirty:
-            save_state(root, state)
+            _save_state(root, state)
         summary.elapsed = time.monotonic() - started
     return summary
 
@@ -171,3 +175,15 @@ def run_rerender_command(
             on_progress=lambda o: bar.advance(o.rel),
         )
     return summary
+
+
+def _save_state(root: Path, state: dict[str, JSON]) -> None:
+    """render_state.json; a full disk is the one-line DiskFull (the state is only a cache of
+    what is fresh: losing this save costs the next `--changed-only` run some work)."""
+    try:
+        save_state(root, state)
+    except OSError as exc:
+        full = DiskFull.of(exc)
+        if full is None:
+            raise
+        raise full from None

@@ -25,7 +25,7 @@ from pplx_export.archive.report_body import load_report_body
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.archive.writer import FastPath, write_thread
-from pplx_export.errors import ArchiveError, SchemaError
+from pplx_export.errors import ArchiveError, DiskFull, SchemaError
 from pplx_export.models import JSON
 from pplx_export.sync.assemble import Engine, default_engine, render_files
 from pplx_export.util.atomic import read_with_stat
@@ -44,6 +44,7 @@ class ThreadOutcome:
     error: str = ""
     variant_hits: list[JSON] = field(default_factory=list)
     fingerprint: JSON | None = None  # the new render_state record, when it changed
+    disk_full: str = ""  # the file a full disk refused: the whole run stops (see rerender)
 
 
 def _read(base: str, name: str, *, optional: bool = False) -> tuple[bytes, tuple[int, int]]:
@@ -94,6 +95,10 @@ def rerender_thread(
             dir_checked=dir_checked,
         )
     except (ArchiveError, SchemaError, OSError) as exc:
+        if isinstance(exc, OSError) and DiskFull.of(exc) is not None:
+            # Told to the parent as a value: a worker's exception would travel pickled.
+            where = str(exc.filename or root / rel)
+            return ThreadOutcome(rel, "failed", error=str(exc), disk_full=where)
         return ThreadOutcome(rel, "failed", error=str(exc))
     except Exception as exc:
         # A parser or renderer bug on one thread must not cost the other thousands; it is
