@@ -18,12 +18,28 @@ def test_sync_rejects_flags_whose_command_does_not_exist_yet(flag: str, command:
     assert flag in result.output and f"`{command}`" in result.output
 
 
-def test_every_command_has_help() -> None:
+ONLINE = ("index", "export", "batch", "sync")
+OFFLINE = ("status", "re-render", "demo")
+
+
+def test_every_command_has_help_listing_only_the_options_it_uses() -> None:
     runner = CliRunner()
-    for name in ("index", "export", "batch", "sync", "status", "re-render", "demo"):
+    for name in ONLINE + OFFLINE:
         result = runner.invoke(main, [name, "--help"])
         assert result.exit_code == 0, name
-        assert "--account" in result.output and "--out" in result.output, name
+        out = result.output
+        assert "--out" in out and "--no-progress" in out and "--verbose" in out, name
+        online = name in ONLINE
+        assert ("--cookies-from-browser" in out) is online, name
+        assert ("--cookies FILE" in out or "--cookies TEXT" in out) is online, name
+        assert ("--account" in out) is online, name
+    assert "--config" not in runner.invoke(main, ["demo", "--help"]).output
+    assert "--lang" not in runner.invoke(main, ["status", "--help"]).output
+
+
+@pytest.mark.parametrize("name", ["index", "export", "batch", "sync", "status", "re-render"])
+def test_every_reporting_command_has_json(name: str) -> None:
+    assert "--json" in CliRunner().invoke(main, [name, "--help"]).output
 
 
 def test_a_bad_since_date_is_a_usage_error() -> None:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import click
 
-from pplx_export import __version__
-from pplx_export.cli.options import PplxGroup
+from pplx_export.cli.options import PplxGroup, group_settings, version_option
 
 
-@click.group(cls=PplxGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="pplx-ask")
+@click.group(cls=PplxGroup, context_settings=group_settings())
+@version_option("pplx-ask")
 def main() -> None:
     """Ask Perplexity from the terminal; finished threads land in the archive."""

@@ -40,8 +40,8 @@ from pplx_export.sync.export import (
     unchanged_since_export,
 )
 from pplx_export.sync.index import IndexResult, update_library_index
-from pplx_export.sync.plan import Plan, PlanItem, make_plan, parse_since
-from pplx_export.sync.progress import progress_reporter
+from pplx_export.sync.plan import Plan, PlanItem, make_plan, parse_since, parse_until
+from pplx_export.sync.progress import Reporter, progress_reporter
 
 log = logging.getLogger(__name__)
 
@@ -106,24 +106,44 @@ def _now() -> datetime:
 
 
 def run_index(opts: RunOptions, *, full: bool, api: PerplexityAPI | None = None) -> IndexResult:
-    """Refresh `index/library_<account>.json` from the library listing."""
+    """Refresh `index/library_<account>.json` from the library listing.
+
+    The listing can take minutes (one paced request per page), so it shows a row counter
+    on a terminal and periodic lines elsewhere; a full listing estimates its end from the
+    size of the last index.
+    """
     own = api is None
     api = api or open_session(opts)
     try:
         with _locked(opts):
             _sweep_index(opts)
-            result = update_library_index(
-                opts.out,
-                opts.account.name,
-                api.iter_library(),
-                full=full,
-                now=_now(),
-                config=opts.config if opts.config.exists else None,
-            )
+            known = len(load_index(opts.out, opts.account.name, repair=False).threads)
+            with progress_reporter(
+                "index",
+                quiet=opts.quiet,
+                enabled=opts.progress,
+                unit="rows",
+                expected=known if full and known else None,
+            ) as bar:
+                result = update_library_index(
+                    opts.out,
+                    opts.account.name,
+                    _counted(api.iter_library(), bar),
+                    full=full,
+                    now=_now(),
+                    config=opts.config if opts.config.exists else None,
+                )
     finally:
         if own:
             api.close()
     return result
+
+
+def _counted(rows: Iterator[JSON], bar: Reporter) -> Iterator[JSON]:
+    """The listing's rows, each one advancing the progress reporter as it arrives."""
+    for row in rows:
+        bar.advance()
+        yield row
 
 
 def _export_item(
@@ -189,6 +209,7 @@ class BatchFilters:
     limit: int | None = None
     mode: str | None = None
     since: str | None = None
+    until: str | None = None
 
 
 def plan_batch(opts: RunOptions, filters: BatchFilters) -> tuple[Plan, BatchState]:
@@ -200,6 +221,12 @@ def plan_batch(opts: RunOptions, filters: BatchFilters) -> tuple[Plan, BatchStat
         since = parse_since(filters.since) if filters.since else None
     except ValueError as exc:
         raise UsageError(f"--since: {exc}") from None
+    try:
+        until = parse_until(filters.until) if filters.until else None
+    except ValueError as exc:
+        raise UsageError(f"--until: {exc}") from None
+    if since is not None and until is not None and until <= since:
+        raise UsageError(f"--until {filters.until} is before --since {filters.since}")
     plan = make_plan(
         index.threads,
         state.threads,
@@ -208,6 +235,7 @@ def plan_batch(opts: RunOptions, filters: BatchFilters) -> tuple[Plan, BatchStat
         limit=filters.limit,
         mode=filters.mode,
         since=since,
+        until=filters.until,
     )
     return plan, state
 
@@ -251,7 +279,7 @@ def _run_items(
     exporter = _exporter(opts, api, state)
     auth_streak = [0]
     try:
-        with progress_reporter("batch", quiet=opts.quiet) as bar:
+        with progress_reporter("batch", quiet=opts.quiet, enabled=opts.progress) as bar:
             bar.set_total(len(work))
             for item, url in work:
                 _export_item(exporter, item, summary, auth_streak, url)

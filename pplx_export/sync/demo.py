@@ -50,7 +50,9 @@ class DemoSummary:
         return "\n".join(lines)
 
 
-def run_demo(directory: Path, *, lang: str = "en", quiet: bool = False) -> DemoSummary:
+def run_demo(
+    directory: Path, *, lang: str = "en", quiet: bool = False, progress: bool = True
+) -> DemoSummary:
     """Export the bundled sample library into `directory` through the emulator."""
     started = time.monotonic()
     directory.mkdir(parents=True, exist_ok=True)
@@ -71,6 +73,7 @@ def run_demo(directory: Path, *, lang: str = "en", quiet: bool = False) -> DemoS
             base_url=emu.base_url,
             cookies_file=cookies,
             quiet=quiet,
+            progress=progress,
         )
         with open_session(opts) as api:
             run_index(opts, full=True, api=api)

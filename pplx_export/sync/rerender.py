@@ -92,6 +92,9 @@ class ThreadOutcome:
     error: str = ""
     variant_hits: list[JSON] = field(default_factory=list)
     fingerprint: JSON | None = None  # the new render_state record, when it changed
+    # Dry run only: the files (relative to the thread) that would be rewritten / removed.
+    would_write: list[str] = field(default_factory=list)
+    would_remove: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -108,6 +111,8 @@ class RerenderSummary:
     failures: list[tuple[str, str]] = field(default_factory=list)
     elapsed: float = 0.0
     dry_run: bool = False
+    # Dry run: (path relative to the archive root, "write" | "remove") per file.
+    would_change: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, o: ThreadOutcome) -> None:
         self.total += 1
@@ -118,6 +123,31 @@ class RerenderSummary:
         self.variant_hits += len(o.variant_hits)
         if o.status == "failed":
             self.failures.append((o.rel, o.error))
+        self.would_change += [(f"{o.rel}/{name}", "write") for name in o.would_write]
+        self.would_change += [(f"{o.rel}/{name}", "remove") for name in o.would_remove]
+
+    def file_lines(self) -> list[str]:
+        """`re-render --dry-run -v`: one line per file that would be rewritten or removed."""
+        return [f"  would {verb:6} {path}" for path, verb in self.would_change]
+
+    def to_json(self) -> JSON:
+        doc: JSON = {
+            "dry_run": self.dry_run,
+            "threads": self.total,
+            "written": self.written,
+            "unchanged": self.unchanged,
+            "skipped": self.skipped,
+            "failed": self.failed,
+            "files_written": self.files_written,
+            "files_removed": self.files_removed,
+            "redacted_tokens": self.redacted_tokens,
+            "answer_variant_hits": self.variant_hits,
+            "elapsed_s": round(self.elapsed, 3),
+            "failures": [{"dir": rel, "reason": reason} for rel, reason in self.failures],
+        }
+        if self.dry_run:
+            doc["would_change"] = [{"path": p, "action": a} for p, a in self.would_change]
+        return doc
 
     def line(self) -> str:
         verb = "would rewrite" if self.dry_run else "rewritten"
@@ -154,6 +184,18 @@ def _decode(name: str, data: bytes) -> Any:
         return loads(data)
     except ValueError as exc:
         raise ArchiveError(f"{name} unreadable: {exc}") from exc
+
+
+def _decode_raw(name: str, data: bytes, web_uuid: str) -> Any:
+    """A raw file, or an error naming the command that repairs it: raw files are the input,
+    so only a fresh fetch can (the next batch refetches such threads by itself)."""
+    try:
+        return loads(data)
+    except ValueError as exc:
+        raise ArchiveError(
+            f"{name} unreadable: {exc}; `pplx-export export {web_uuid} --force` fetches it "
+            "again (so does the next `pplx-export batch`)"
+        ) from exc
 
 
 def rerender_thread(
@@ -215,14 +257,16 @@ def _rerender_thread(
     if not isinstance(doc, dict) or not isinstance(doc.get("web_uuid"), str):
         raise ArchiveError("thread.json has no web_uuid")
     plain_bytes, plain_stat = _read(base, RAW_ENTRIES)
-    plain = _decode(RAW_ENTRIES, plain_bytes)
+    plain = _decode_raw(RAW_ENTRIES, plain_bytes, doc["web_uuid"])
     if not isinstance(plain, dict):
         raise ArchiveError(f"{RAW_ENTRIES} is not a JSON object")
     stats = {RAW_ENTRIES: plain_stat}
     blocks_bytes: bytes | None = None
     with contextlib.suppress(FileNotFoundError):  # search threads have no blocks file
         blocks_bytes, stats[RAW_BLOCKS] = _read(base, RAW_BLOCKS, optional=True)
-    blocks = None if blocks_bytes is None else _decode(RAW_BLOCKS, blocks_bytes)
+    blocks = (
+        None if blocks_bytes is None else _decode_raw(RAW_BLOCKS, blocks_bytes, doc["web_uuid"])
+    )
     if blocks_bytes is not None and not isinstance(blocks, dict):
         raise ArchiveError(f"{RAW_BLOCKS} is not a JSON object")
     # Walking the parsed tree for tokens costs as much as parsing it; a byte scan tells
@@ -300,6 +344,8 @@ def _rerender_thread(
         variant_hits=result.variant_hits,
         # Only a record that changed travels back (a worker's outcome is pickled).
         fingerprint=None if record == recorded else record,
+        would_write=list(result.written) if dry_run else [],
+        would_remove=list(result.removed) if dry_run else [],
     )
 
 
@@ -455,7 +501,12 @@ def run_rerender_command(
         raise UsageError(f"archive root not found: {opts.out}")
     lock = contextlib.nullcontext() if dry_run else archive_lock(opts.out)
     # No refresh thread: the workers are forked (see progress_reporter).
-    with lock, progress_reporter("re-render", quiet=opts.quiet, refresh_thread=False) as bar:
+    with (
+        lock,
+        progress_reporter(
+            "re-render", quiet=opts.quiet, enabled=opts.progress, refresh_thread=False
+        ) as bar,
+    ):
         summary = rerender(
             opts.out,
             lang=opts.lang,
