@@ -9,19 +9,21 @@ and line.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pplx_export.errors import ConfigError
-from pplx_export.models import Account
-from pplx_export.util.atomic import atomic_write_text
 
 if TYPE_CHECKING:
     from tomlkit.toml_document import TOMLDocument
 
-# tomlkit and platformdirs are imported where used: `--help` imports this module and must
-# start fast (tomlkit alone costs about as much as starting Python).
+    from pplx_export.models import Account
+
+# tomlkit, platformdirs, the data model and the atomic writer are imported where used:
+# `--help` imports this module and must start fast (tomlkit alone costs about as much as
+# starting Python).
 
 ENV_CONFIG = "PPLX_EXPORT_CONFIG"
 APP_NAME = "pplx-export"
@@ -31,6 +33,14 @@ LANGS = ("en", "zh")
 
 
 def default_config_path() -> Path:
+    """The platform user config dir (platformdirs) + `pplx-export/config.toml`."""
+    if sys.platform.startswith("linux"):
+        # platformdirs' XDG rule, without importing it (and its tempfile, random, ...)
+        # for every `--help`; a test holds the two equal.
+        base = os.environ.get("XDG_CONFIG_HOME", "")
+        if not base.strip():
+            base = os.path.expanduser("~/.config")
+        return Path(base) / APP_NAME / "config.toml"
     import platformdirs
 
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
@@ -84,12 +94,16 @@ class Config:
                     f"{how} {wanted!r} is not defined in {self.path} (accounts: {known}); "
                     f"add [accounts.{wanted}] with its email so the session can be checked"
                 )
+            from pplx_export.models import Account
+
             return Account(name=wanted, display_name=wanted)
         if len(self.accounts) == 1:
             return next(iter(self.accounts.values()))
         if self.accounts:
             known = ", ".join(sorted(self.accounts))
             raise ConfigError(f"several accounts in {self.path} ({known}): pass --account")
+        from pplx_export.models import Account
+
         return Account(name=PLACEHOLDER_ACCOUNT, display_name=PLACEHOLDER_ACCOUNT)
 
     def archive_dir(self, out: str | os.PathLike[str] | None = None) -> Path:
@@ -123,6 +137,8 @@ class Config:
 
     def save(self) -> None:
         """Write back atomically, owner-only; comments and layout of the user's file survive."""
+        from pplx_export.util.atomic import atomic_write_text
+
         atomic_write_text(self.path, _tomlkit().dumps(self.doc), durable=True, mode=0o600)
         self.exists = True
 
@@ -189,6 +205,8 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
 
 
 def _from_doc(path: Path, doc: TOMLDocument) -> Config:
+    from pplx_export.models import Account
+
     data = doc.unwrap()
     cfg = Config(path=path, doc=doc, exists=True)
     cfg.default_account = _str(data, "default_account", path)

@@ -192,3 +192,17 @@ def test_log_file_is_owner_only(tmp_path: Path) -> None:
     finally:
         setup_logging()
     assert stat.S_IMODE(log_file.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("xdg", [None, "", "  ", "/somewhere/else"])
+def test_default_path_agrees_with_platformdirs(
+    xdg: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import platformdirs
+
+    if xdg is None:
+        monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
+    expected = Path(platformdirs.user_config_dir("pplx-export")) / "config.toml"
+    assert default_config_path() == expected

@@ -16,7 +16,6 @@ click and nothing heavy at module level; each command imports its work when it r
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import signal
 import sys
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
 BROWSER_SPEC = "BROWSER[+KEYRING][:PROFILE]"
 EXIT_SIGTERM = 128 + 15
 
-log = logging.getLogger("pplx_export.cli")
+LOGGER = "pplx_export.cli"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -228,6 +227,7 @@ def resolve_run_options(
     if check_writable:
         ensure_writable(root)
     setup_logging(verbose, quiet, log_path)
+    log = _log()
     if cookies_from and cookies_file:
         raise click.UsageError("--cookies-from-browser and --cookies are mutually exclusive")
     if cookies_from:
@@ -400,19 +400,25 @@ class PplxGroup(click.Group):
             click.echo(f"error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except OSError as exc:
-            log.debug("traceback", exc_info=True)
+            _log().debug("traceback", exc_info=True)
             click.echo(f"error: {_os_error_text(exc)}", err=True)
             ctx.exit(1)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except Exception as exc:
-            log.debug("traceback", exc_info=True)
+            _log().debug("traceback", exc_info=True)
             click.echo(
                 f"error: internal error: {type(exc).__name__}: {exc} (run with -v for details)",
                 err=True,
             )
             ctx.exit(1)
         return None
+
+
+def _log() -> Any:
+    import logging  # not at module level: `--help` never logs
+
+    return logging.getLogger(LOGGER)
 
 
 def _tail(text: str) -> str:

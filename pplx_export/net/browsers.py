@@ -14,17 +14,16 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 BROWSERS = ("chrome", "chromium", "edge", "firefox", "safari", "brave", "opera", "vivaldi")
 CHROMIUM_FAMILY = frozenset({"chrome", "chromium", "edge", "brave", "opera", "vivaldi"})
 KEYRINGS = ("basictext", "gnomekeyring", "kwallet")
 
 
-@dataclass(frozen=True)
-class BrowserSpec:
+class BrowserSpec(NamedTuple):
+    # A NamedTuple, not a dataclass: the CLI imports this module for `--help`.
     browser: str
     keyring: str = ""
     profile: str = ""
