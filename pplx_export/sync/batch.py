@@ -18,6 +18,7 @@ from typing import Any
 
 from pplx_export.archive.library_index import INDEX_DIR, load_index
 from pplx_export.archive.lock import archive_lock
+from pplx_export.archive.raw_check import find_damaged
 from pplx_export.archive.state import ERROR_MAX, BatchState
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.context import RunOptions
@@ -75,13 +76,22 @@ class BatchSummary:
             "failures": [{"uuid": u, "reason": r} for u, r in self.failures],
         }
 
-    def line(self) -> str:
-        return (
-            f"batch: {self.ok} ok, {self.skipped} skipped, {self.failed} failed, "
-            f"{self.expired} expired, {self.deleted} deleted, {self.early_stopped} early-stopped, "
-            f"{self.variant_hits} answer-variant hits, {self.requests} requests, "
-            f"{self.elapsed:.1f}s"
-        )
+    def line(self, width: int = 80) -> str:
+        """The summary, non-zero counts only, wrapped to `width` columns."""
+        import textwrap
+
+        counts = [
+            (self.ok, "ok"),
+            (self.skipped, "skipped"),
+            (self.failed, "failed"),
+            (self.expired, "expired"),
+            (self.deleted, "deleted"),
+            (self.early_stopped, "early-stopped"),
+            (self.variant_hits, "answer-variant hits"),
+        ]
+        parts = [f"{n} {label}" for n, label in counts if n] or ["nothing to do"]
+        text = f"batch: {', '.join(parts)}; {self.requests} requests, {self.elapsed:.1f}s"
+        return "\n".join(textwrap.wrap(text, width, subsequent_indent="  "))
 
 
 def _sweep_index(opts: RunOptions) -> None:
@@ -227,9 +237,13 @@ def plan_batch(opts: RunOptions, filters: BatchFilters) -> tuple[Plan, BatchStat
         raise UsageError(f"--until: {exc}") from None
     if since is not None and until is not None and until <= since:
         raise UsageError(f"--until {filters.until} is before --since {filters.since}")
+    damaged = find_damaged(opts.out, state.threads)
+    for uuid, (rel, reason) in damaged.items():
+        log.warning("thread %s (%s): %s; fetching it again", uuid, rel, reason)
     plan = make_plan(
         index.threads,
         state.threads,
+        damaged=damaged,
         full=filters.full,
         force=filters.force,
         limit=filters.limit,
@@ -313,10 +327,13 @@ def run_export(
     summary = BatchSummary()
     with _locked(opts):
         state = BatchState.load(opts.out)
+        damaged = {} if force else find_damaged(opts.out, _records(state, targets))
         work: list[tuple[PlanItem, str]] = []
         for uuid, url in targets:
             row = rows.get(uuid)
-            if not force and unchanged_since_export(state, uuid, row):
+            if uuid in damaged:
+                log.warning("thread %s: %s; fetching it again", uuid, damaged[uuid][1])
+            elif not force and unchanged_since_export(state, uuid, row):
                 summary.skipped += 1
                 log.info("thread %s unchanged since its export (use --force)", uuid)
                 continue
@@ -326,6 +343,11 @@ def run_export(
         if work:
             _run_items(opts, api, state, work, summary)
     return summary
+
+
+def _records(state: BatchState, targets: list[tuple[str, str]]) -> dict[str, Any]:
+    """The state records of the threads named on the command line."""
+    return {uuid: record for uuid, _url in targets if (record := state.get(uuid)) is not None}
 
 
 def run_sync(

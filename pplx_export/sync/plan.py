@@ -15,7 +15,7 @@ batch need not walk. Failed threads sit above that suffix and are retried.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -115,12 +115,16 @@ class Plan:
         return plan_to_json(self)
 
 
-def _classify(record: Mapping[str, Any] | None, last_updated: str, force: bool) -> str:
+def _classify(
+    record: Mapping[str, Any] | None, last_updated: str, force: bool, damaged: bool = False
+) -> str:
     if record is None:
         return "new"
     status = as_str(record.get("status"))
     if status in TERMINAL_STATUSES:
         return status
+    if damaged:
+        return "updated"  # its raw files do not parse: only a fetch repairs them
     if status == "ok" and not force and same_last_updated(record.get("lastUpdated"), last_updated):
         return "done"
     return "updated"
@@ -136,8 +140,12 @@ def make_plan(
     mode: str | None = None,
     since: str | datetime | None = None,
     until: str | datetime | None = None,
+    damaged: Container[str] = frozenset(),
 ) -> Plan:
     """Classify index rows against the batch state (`{web_uuid: record}`) into a plan.
+
+    `damaged` names exported threads whose raw files do not parse
+    (`archive.raw_check`): they are `updated`, whatever their `lastUpdated` says.
 
     Filters (`mode`, `since`) apply first, then the newest-first sort, the classification,
     the trailing early stop (unless `full`/`force`), and last `limit` on the work items.
@@ -185,7 +193,7 @@ def make_plan(
                 uuid=uuid,
                 title=as_str(row.get("title")),
                 last_updated=last_updated,
-                kind=_classify(record, last_updated, force),
+                kind=_classify(record, last_updated, force, uuid in damaged),
                 previous=as_str(record.get("status")) if record is not None else "",
                 row=row,
             )

@@ -1,0 +1,99 @@
+"""The next run repairs a damaged raw file (issue 16, point 5), and an unwritable archive
+fails before any request (point 3): the real CLI against the emulator."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from pplx_export.cli.export import main
+from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
+from tests.e2e_support import E2E, FIXTURES, THREAD_ENDPOINT, by_endpoint, thread_dirs, thread_uuid
+
+
+@pytest.fixture
+def e2e(tmp_path: Path) -> Iterator[E2E]:
+    with run_emulator(FIXTURES) as emu:
+        env = E2E(emu, tmp_path)
+        env.write_files(DEFAULT_EMAIL)
+        yield env
+
+
+def offline(env: E2E, *args: str) -> Result:
+    """An offline command: no cookie options (they are not offered there)."""
+    argv = [*args, "--config", str(env.config), "--out", str(env.out)]
+    return CliRunner().invoke(main, argv, catch_exceptions=False)
+
+
+def _truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def test_a_truncated_raw_file_is_listed_by_status_and_refetched_by_the_next_batch(
+    e2e: E2E,
+) -> None:
+    assert e2e.cli("sync").exit_code == 0
+    victim = thread_dirs(e2e.out)[0]
+    uuid = thread_uuid(victim)
+    _truncate(victim / "raw_entries.json")
+
+    # re-render reports it and names the command that repairs it
+    rerender = offline(e2e, "re-render")
+    assert rerender.exit_code == 4
+    assert f"pplx-export export {uuid} --force" in rerender.stderr
+
+    # status lists it and counts it in the next batch
+    status = offline(e2e, "status", "--json")
+    doc = json.loads(status.stdout)
+    assert [d["uuid"] for d in doc["damaged"]] == [uuid]
+    assert doc["damaged"][0]["reason"].startswith("raw_entries.json does not parse")
+    assert doc["accounts"][0]["next_batch"]["updated"] == 1
+    human = offline(e2e, "status")
+    assert "damaged raw files (1; the next batch fetches them again)" in human.stdout
+
+    # the next batch fetches exactly that thread again, and the file parses
+    before = by_endpoint(e2e.stats(), THREAD_ENDPOINT)
+    batch = e2e.cli("batch", "--json")
+    assert batch.exit_code == 0, batch.output
+    assert json.loads(batch.stdout)["ok"] == 1
+    assert by_endpoint(e2e.stats(), THREAD_ENDPOINT) > before
+    json.loads((victim / "raw_entries.json").read_text("utf-8"))
+    assert json.loads(offline(e2e, "status", "--json").stdout)["damaged"] == []
+    assert offline(e2e, "re-render").exit_code == 0
+
+    # and a batch with nothing damaged fetches nothing
+    before = by_endpoint(e2e.stats(), THREAD_ENDPOINT)
+    assert e2e.cli("batch").exit_code == 0
+    assert by_endpoint(e2e.stats(), THREAD_ENDPOINT) == before
+
+
+def test_export_does_not_call_a_damaged_thread_unchanged(e2e: E2E) -> None:
+    assert e2e.cli("sync").exit_code == 0
+    victim = thread_dirs(e2e.out)[0]
+    uuid = thread_uuid(victim)
+    unchanged = e2e.cli("export", uuid)
+    assert "unchanged since its export" in unchanged.stderr
+    (victim / "raw_entries.json").write_text("{garbage", encoding="utf-8")
+    result = e2e.cli("export", uuid, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["ok"] == 1
+    json.loads((victim / "raw_entries.json").read_text("utf-8"))
+
+
+@pytest.mark.parametrize("case", ["under_a_file", "missing_parent"])
+def test_an_unwritable_out_fails_before_any_request(e2e: E2E, case: str) -> None:
+    blocker = e2e.tmp / "a-file"
+    blocker.write_text("x")
+    out = blocker / "archive" if case == "under_a_file" else e2e.tmp / "no" / "such" / "dir"
+    argv = [a if a != str(e2e.out) else str(out) for a in e2e.common()]
+    before = e2e.stats()
+    result = CliRunner().invoke(main, ["sync", *argv])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: cannot write to archive {out}: ")
+    assert "Traceback" not in result.output
+    assert e2e.stats() == before  # not even the sign-in
