@@ -4,6 +4,7 @@
     ├── UsageError (2)
     ├── ConfigError (2)
     ├── ArchiveError (1)          a file in the archive could not be read or written safely
+    │   └── ArchiveBusy (5)          another run holds the archive's lock (try again later)
     ├── SchemaError (1)          a payload could not be parsed at all (names thread + JSON path)
     ├── Interrupted (130)
     └── ApiError (1)             every error that came back from (or on the way to) the API
@@ -38,6 +39,13 @@ class ConfigError(PplxError):
 
 class ArchiveError(PplxError):
     exit_code = 1
+
+
+class ArchiveBusy(ArchiveError):
+    """Another pplx-export run holds the archive's lock. Its own exit code, so a cron
+    wrapper can tell "try again later" from a failure."""
+
+    exit_code = 5
 
 
 class SchemaError(PplxError):

@@ -4,15 +4,28 @@ fails before any request (point 3): the real CLI against the emulator."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
+from pplx_export.archive.state import check_state_vs_dirs
 from pplx_export.cli.export import main
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
-from tests.e2e_support import E2E, FIXTURES, THREAD_ENDPOINT, by_endpoint, thread_dirs, thread_uuid
+from tests.e2e_support import (
+    E2E,
+    FIXTURES,
+    THREAD_ENDPOINT,
+    by_endpoint,
+    fixture_threads,
+    thread_dirs,
+    thread_uuid,
+)
 
 
 @pytest.fixture
@@ -97,3 +110,31 @@ def test_an_unwritable_out_fails_before_any_request(e2e: E2E, case: str) -> None
     assert result.stderr.startswith(f"error: cannot write to archive {out}: ")
     assert "Traceback" not in result.output
     assert e2e.stats() == before  # not even the sign-in
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_saves_state_and_exits_143(tmp_path: Path) -> None:
+    """systemd and `timeout` stop a run with SIGTERM: handled like Ctrl-C, exit 143."""
+    with run_emulator(FIXTURES, faults="latency=150ms") as emu:
+        env = E2E(emu, tmp_path)
+        env.write_files(DEFAULT_EMAIL)
+        proc = env.popen("sync", stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        # Wait until the batch is under way (a thread fetched), then stop it.
+        while by_endpoint(env.stats(), THREAD_ENDPOINT) < 2 and proc.poll() is None:
+            assert time.monotonic() < deadline, "the child never started its batch"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 143, err.decode()[-2000:]
+        text = err.decode()
+        assert "terminated (SIGTERM); state saved, rerun to continue" in text
+        assert "Traceback" not in text
+        state = env.state()  # saved and parseable
+        assert 0 < sum(1 for r in state.values() if r["status"] == "ok") < len(fixture_threads())
+        assert check_state_vs_dirs(env.out, state).ok
+    with run_emulator(FIXTURES) as emu:
+        env2 = E2E(emu, tmp_path)
+        env2.write_files(DEFAULT_EMAIL)
+        assert env2.cli("sync").exit_code == 0
+        assert sorted(thread_uuid(d) for d in thread_dirs(env2.out)) == sorted(fixture_threads())
