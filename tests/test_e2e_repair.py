@@ -138,3 +138,18 @@ def test_sigterm_saves_state_and_exits_143(tmp_path: Path) -> None:
         env2.write_files(DEFAULT_EMAIL)
         assert env2.cli("sync").exit_code == 0
         assert sorted(thread_uuid(d) for d in thread_dirs(env2.out)) == sorted(fixture_threads())
+
+
+def test_index_counts_rows_while_it_lists(e2e: E2E, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not silent for the minutes a big listing takes: periodic lines when not a terminal."""
+    monkeypatch.setattr("pplx_export.sync.progress.PLAIN_EVERY", 4)
+    result = e2e.cli("index", "--full")
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("INFO index: ")]
+    assert [line.split(",")[0] for line in lines] == ["INFO index: 4 rows", "INFO index: 8 rows"]
+    # A second full listing estimates its end from the last index (10 rows).
+    again = e2e.cli("index", "--full", "--json")
+    assert "ETA ~" in again.stderr
+    assert json.loads(again.stdout)["threads"] == 10
+    quiet = e2e.cli("index", "--no-progress")
+    assert "INFO index: 4 rows" not in quiet.stderr

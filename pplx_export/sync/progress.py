@@ -57,8 +57,8 @@ class PlainReporter:
         *,
         unit: str = "threads",
         expected: int | None = None,
-        every: int = PLAIN_EVERY,
-        seconds: float = PLAIN_SECONDS,
+        every: int | None = None,
+        seconds: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.label = label
@@ -66,8 +66,8 @@ class PlainReporter:
         self.total: int | None = None
         self.expected = expected
         self.done = 0
-        self.every = every
-        self.seconds = seconds
+        self.every = every or PLAIN_EVERY
+        self.seconds = PLAIN_SECONDS if seconds is None else seconds
         self.clock = clock
         self.started = clock()
         self.last_line = self.started

@@ -222,7 +222,8 @@ def print_status(doc: dict[str, Any], console: Console) -> None:
         # Titles are user text: "[...]" in them must not be taken for rich markup.
         console.print(text, markup=False, highlight=False, soft_wrap=True)
 
-    table = Table(title=f"Archive {doc['archive']}", title_justify="left")
+    say(f"Archive {doc['archive']}")
+    table = Table()
     table.add_column("account", overflow="fold")
     for column in ("threads", "index age", "ok", "err", "exp", "del", "new", "upd", "stop"):
         table.add_column(column, justify="right", no_wrap=True)
@@ -239,7 +240,7 @@ def print_status(doc: dict[str, Any], console: Console) -> None:
             str(nxt["early_stopped"]),
         )
     console.print(table)
-    say("err/exp/del: threads in state error/expired/deleted; new/upd/stop: the next batch")
+    say("err/exp/del: state error/expired/deleted; new/upd/stop: the next batch")
     for acc in doc["accounts"]:
         idx = acc["index"]
         if idx["full_index_due"]:
