@@ -22,6 +22,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import textwrap
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -162,7 +163,8 @@ class RerenderSummary:
             parts.append(f"{self.redacted_tokens} write tokens redacted")
         if self.variant_hits:
             parts.append(f"{self.variant_hits} answer-variant hits")
-        return "re-render: " + ", ".join(parts) + f" in {self.elapsed:.1f}s"
+        text = "re-render: " + ", ".join(parts) + f" in {self.elapsed:.1f}s"
+        return "\n".join(textwrap.wrap(text, 80, subsequent_indent="  "))
 
 
 def _read(base: str, name: str, *, optional: bool = False) -> tuple[bytes, tuple[int, int]]:
