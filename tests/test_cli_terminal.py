@@ -135,3 +135,47 @@ def test_python_dash_m_runs_the_cli() -> None:
     )
     assert done.returncode == 0
     assert done.stdout.startswith("Usage: pplx-export ")
+
+
+def test_help_imports_no_heavy_module() -> None:
+    """`--help` starts fast: the network stack, rich and tomlkit load when a command runs."""
+    code = (
+        "import sys\n"
+        "from pplx_export.cli.export import main\n"
+        "try:\n"
+        "    main(['status', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('httpx', 'rich', 'tomlkit', 'browser_cookie3', 'pplx_export.sync', "
+        "'pplx_export.models', 'pplx_export.net.client')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m in heavy))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_parse_notes_are_logged_once_and_workflow_notes_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from pplx_export.sync.export import _log_parse_notes
+
+    note = "non-completed workflow entry:2d3497e9: WORKFLOW_CANCELED (canceled)"
+    with caplog.at_level(logging.DEBUG, logger="pplx_export"):
+        _log_parse_notes("0a73f37f-aaaa", [note, note, note, "entries[2] is not an object"])
+    levels = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert levels == [
+        ("DEBUG", f"thread 0a73f37f: {note}"),
+        ("INFO", "thread 0a73f37f: entries[2] is not an object"),
+    ]
+
+
+def test_demo_honours_out(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    result = CliRunner().invoke(main, ["demo", "--out", str(target), "-q"])
+    assert result.exit_code == 0, result.output
+    assert f"demo archive: {target}" in result.stdout
+    assert (target / "Alice Example").is_dir()
+    clash = CliRunner().invoke(main, ["demo", str(tmp_path / "a"), "--out", str(target)])
+    assert clash.exit_code == 2
