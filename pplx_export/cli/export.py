@@ -17,6 +17,7 @@ from pplx_export.cli.options import (
     common_options,
     group_settings,
     json_option,
+    offline_options,
     shared_options,
     version_option,
 )
@@ -71,7 +72,7 @@ def status(opts: RunOptions, as_json: bool) -> None:
     help="Worker processes. Default 0: one per CPU (at most 8), 64 threads or more each.",
 )
 @json_option
-@shared_options(network=False, account=False)
+@offline_options
 def re_render(
     limit: int | None,
     dry_run: bool,

@@ -178,10 +178,10 @@ def shared_options(
             )
             return func(*args, opts=opts, **kwargs)
 
-        out: Any = wrapper
+        command: Any = wrapper
         for option in reversed(groups):
-            out = option(out)
-        return out  # type: ignore[no-any-return]
+            command = option(command)
+        return command  # type: ignore[no-any-return]
 
     return decorate
 
