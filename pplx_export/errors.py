@@ -4,7 +4,8 @@
     ├── UsageError (2)
     ├── ConfigError (2)
     ├── ArchiveError (1)          a file in the archive could not be read or written safely
-    │   └── ArchiveBusy (5)          another run holds the archive's lock (try again later)
+    │   ├── ArchiveBusy (5)          another run holds the archive's lock (try again later)
+    │   └── DiskFull (1)             ENOSPC / EDQUOT: the run stops at once, nothing is lost
     ├── SchemaError (1)          a payload could not be parsed at all (names thread + JSON path)
     ├── Interrupted (130)
     └── ApiError (1)             every error that came back from (or on the way to) the API
@@ -21,6 +22,10 @@
 """
 
 from __future__ import annotations
+
+import errno
+
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 class PplxError(Exception):
@@ -46,6 +51,24 @@ class ArchiveBusy(ArchiveError):
     wrapper can tell "try again later" from a failure."""
 
     exit_code = 5
+
+
+class DiskFull(ArchiveError):
+    """The disk (or quota) is full. The run stops at once: every later write, saving the state
+    included, would fail the same way. Atomic writes leave no partial file behind."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"disk full while writing {where or 'the archive'}; nothing is lost, "
+            "free some space and rerun"
+        )
+
+    @classmethod
+    def of(cls, exc: BaseException) -> DiskFull | None:
+        """A DiskFull for an OSError that says the disk or quota is full, else None."""
+        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+            return cls(str(exc.filename or ""))
+        return None
 
 
 class SchemaError(PplxError):

@@ -3,7 +3,8 @@
 Version 1 on disk: `{"version": 1, "threads": {web_uuid: record}}`; a record is
 `{status, lastUpdated, title[:80], ...}` plus, by status:
 
-    ok       exported_at, dir? (thread directory relative to the archive root)
+    ok       exported_at, dir? (thread directory relative to the archive root), note? (kept
+             but flagged: e.g. its schematized listing ended early)
     error    failed_at, error[:300]
     expired  expired_at, note
     deleted  deleted_at, note
@@ -180,7 +181,10 @@ class BatchState:
 
     @classmethod
     def load(cls, root: Path, *, repair: bool = True, now: datetime | None = None) -> BatchState:
-        """Read the state of the archive at `root`. Missing -> empty.
+        """Read the state of the archive at `root`.
+
+        Missing -> rebuilt from the thread.json files on disk (empty for a new archive): a
+        deleted or lost state file must not cost a re-download of every archived thread.
 
         Corrupt (bad JSON, wrong shape) -> moved aside, rebuilt from the thread.json files on
         disk (plus any record of the old file that still parses, for threads not on disk:
@@ -192,6 +196,16 @@ class BatchState:
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
+            state.threads = rebuild_from_disk(root, now=now)
+            if state.threads:
+                state.rebuilt = True
+                log.warning(
+                    "batch state %s is missing; rebuilt from disk (%d threads)",
+                    path,
+                    len(state.threads),
+                )
+                if repair:
+                    state.save()
             return state
         try:
             text = raw.decode("utf-8")
@@ -264,6 +278,7 @@ class BatchState:
         title: str,
         dir: str | None = None,
         now: datetime | None = None,
+        note: str = "",
     ) -> None:
         record: Record = {
             "status": "ok",
@@ -273,6 +288,8 @@ class BatchState:
         }
         if dir:
             record["dir"] = dir
+        if note:  # kept but flagged, e.g. a schematized listing that ended early
+            record["note"] = note[:ERROR_MAX]
         self._set(uuid, record)
 
     def mark_error(

@@ -39,8 +39,10 @@ GQL_BASE_VARIABLES: dict[str, object] = {
 # -- page sizes and limits --------------------------------------------------------------------
 LIBRARY_PAGE_SIZE = 25  # GraphQL `count` and the REST fallback `limit`; no page cap (loop guard)
 COLLECTION_PAGE_SIZE = 20  # server-side; offset paging
-PLAIN_MAX_PAGES = 20
-SCHEMATIZED_MAX_PAGES = 10
+# Thread pages are followed to the end of the cursor chain. This cap only stops a server that
+# never ends its pagination with fresh cursors (a repeated cursor is caught at once); a thread
+# that reaches it fails loudly rather than being archived short.
+THREAD_PAGE_SAFETY_CAP = 10_000
 SCHEMATIZED_LIMIT = 100
 
 # -- timeouts (seconds) -----------------------------------------------------------------------

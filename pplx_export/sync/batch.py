@@ -20,15 +20,17 @@ from pplx_export.archive.library_index import INDEX_DIR, load_index
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.raw_check import find_damaged
 from pplx_export.archive.state import ERROR_MAX, BatchState
-from pplx_export.archive.sweep import sweep_temp_files
+from pplx_export.archive.sweep import sweep_archive, sweep_temp_files
 from pplx_export.context import RunOptions
 from pplx_export.errors import (
     ApiError,
     ArchiveError,
     AuthError,
+    DiskFull,
     EntryDeleted,
     EntryExpired,
     Interrupted,
+    RateLimited,
     SchemaError,
     UsageError,
 )
@@ -47,6 +49,7 @@ from pplx_export.sync.progress import Reporter, progress_reporter
 log = logging.getLogger(__name__)
 
 AUTH_FAIL_FAST = 3
+RATE_LIMIT_FAIL_FAST = 3
 
 
 @dataclass
@@ -156,16 +159,29 @@ def _counted(rows: Iterator[JSON], bar: Reporter) -> Iterator[JSON]:
         yield row
 
 
+@dataclass
+class Streaks:
+    """Consecutive threads that failed the same run-stopping way (reset by any other outcome)."""
+
+    auth: int = 0
+    rate_limited: int = 0
+
+    def record(self, exc: BaseException | None) -> None:
+        self.auth = self.auth + 1 if isinstance(exc, AuthError) else 0
+        self.rate_limited = self.rate_limited + 1 if isinstance(exc, RateLimited) else 0
+
+
 def _export_item(
     exporter: Exporter,
     item: PlanItem,
     summary: BatchSummary,
-    auth_streak: list[int],
+    streaks: Streaks,
     url: str = "",
 ) -> None:
     """Export one planned thread and record its outcome; raise only to stop the run."""
     uuid = item.uuid
     state = exporter.state
+    failure: BaseException | None = None
     try:
         directory = exporter.export(uuid, item.row, url)
     except EntryDeleted as exc:
@@ -176,26 +192,35 @@ def _export_item(
         state.mark_expired(uuid, note=exc.reason[:ERROR_MAX])
         summary.expired += 1
         log.warning("thread %s (%s) expired on Perplexity", uuid, item.title)
-    except AuthError as exc:
-        auth_streak[0] += 1
-        _record_failure(exporter, item, summary, exc)
-        if auth_streak[0] >= AUTH_FAIL_FAST:
-            raise AuthError(
-                f"{AUTH_FAIL_FAST} authentication failures in a row; state saved ({exc.reason})",
-                endpoint=exc.endpoint,
-            ) from exc
-        return
     except (ApiError, SchemaError, ArchiveError, OSError) as exc:
-        _record_failure(exporter, item, summary, exc)
+        full = DiskFull.of(exc)
+        if full is not None:
+            raise full from exc  # every later write (the state too) would fail the same way
+        failure = exc
     except Exception as exc:
         # A bug in parse/render on one odd payload must not cost the user the rest of the
         # batch: record it on the thread (with the traceback in the debug log) and go on.
         log.debug("thread %s: unexpected error", uuid, exc_info=True)
-        _record_failure(exporter, item, summary, exc)
+        failure = exc
     else:
         summary.ok += 1
         log.debug("exported %s -> %s", uuid, directory)
-    auth_streak[0] = 0
+    streaks.record(failure)
+    if failure is None:
+        return
+    _record_failure(exporter, item, summary, failure)
+    if isinstance(failure, AuthError) and streaks.auth >= AUTH_FAIL_FAST:
+        raise AuthError(
+            f"{AUTH_FAIL_FAST} authentication failures in a row; state saved ({failure.reason})",
+            endpoint=failure.endpoint,
+        ) from failure
+    if isinstance(failure, RateLimited) and streaks.rate_limited >= RATE_LIMIT_FAIL_FAST:
+        # Every retry of these threads was spent already: going on would only add requests
+        # to a throttled session. The state is saved; the next run picks up from here.
+        raise RateLimited(
+            f"rate limited on {RATE_LIMIT_FAIL_FAST} threads in a row; state saved, rerun later",
+            endpoint=failure.endpoint,
+        ) from failure
 
 
 def _record_failure(
@@ -268,6 +293,7 @@ def run_batch(
         plan, _state = plan_batch(opts, filters)
         return plan
     with _locked(opts):
+        sweep_archive(opts.out)
         plan, state = plan_batch(opts, filters)
         summary = BatchSummary(early_stopped=len(plan.early_stopped))
         summary.skipped = sum(1 for item in plan.items if item.kind not in ("new", "updated"))
@@ -291,16 +317,21 @@ def _run_items(
     api = api or open_session(opts)
     before = api.requests_made
     exporter = _exporter(opts, api, state)
-    auth_streak = [0]
+    streaks = Streaks()
     try:
         with progress_reporter("batch", quiet=opts.quiet, enabled=opts.progress) as bar:
             bar.set_total(len(work))
             for item, url in work:
-                _export_item(exporter, item, summary, auth_streak, url)
+                _export_item(exporter, item, summary, streaks, url)
                 bar.advance(item.title)
     except KeyboardInterrupt:
         state.save()
         raise Interrupted("interrupted; state saved, rerun to continue") from None
+    except OSError as exc:  # e.g. recording a failure when the disk filled up meanwhile
+        full = DiskFull.of(exc)
+        if full is None:
+            raise
+        raise full from exc
     finally:
         summary.requests = api.requests_made - before
         summary.elapsed = time.monotonic() - started
@@ -325,24 +356,42 @@ def run_export(
         str(r.get("entryUUID")): r for r in load_index(opts.out, opts.account.name).threads
     }
     summary = BatchSummary()
-    with _locked(opts):
-        state = BatchState.load(opts.out)
-        damaged = {} if force else find_damaged(opts.out, _records(state, targets))
-        work: list[tuple[PlanItem, str]] = []
-        for uuid, url in targets:
-            row = rows.get(uuid)
-            if uuid in damaged:
-                log.warning("thread %s: %s; fetching it again", uuid, damaged[uuid][1])
-            elif not force and unchanged_since_export(state, uuid, row):
-                summary.skipped += 1
-                log.info("thread %s unchanged since its export (use --force)", uuid)
-                continue
-            title = str((row or {}).get("title") or "")
-            last_updated = str((row or {}).get("lastUpdated") or "")
-            work.append((PlanItem(uuid, title, last_updated, "new", "", row or {}), url))
-        if work:
-            _run_items(opts, api, state, work, summary)
+    # Sign in before taking the lock: a session that fails leaves a new archive untouched.
+    own = api is None
+    api = api or open_session(opts)
+    try:
+        with _locked(opts):
+            _export_refs(opts, api, targets, rows, force, summary)
+    finally:
+        if own:
+            api.close()
     return summary
+
+
+def _export_refs(
+    opts: RunOptions,
+    api: PerplexityAPI,
+    targets: list[tuple[str, str]],
+    rows: dict[str, Any],
+    force: bool,
+    summary: BatchSummary,
+) -> None:
+    state = BatchState.load(opts.out)
+    damaged = {} if force else find_damaged(opts.out, _records(state, targets))
+    work: list[tuple[PlanItem, str]] = []
+    for uuid, url in targets:
+        row = rows.get(uuid)
+        if uuid in damaged:
+            log.warning("thread %s: %s; fetching it again", uuid, damaged[uuid][1])
+        elif not force and unchanged_since_export(state, uuid, row):
+            summary.skipped += 1
+            log.info("thread %s unchanged since its export (use --force)", uuid)
+            continue
+        title = str((row or {}).get("title") or "")
+        last_updated = str((row or {}).get("lastUpdated") or "")
+        work.append((PlanItem(uuid, title, last_updated, "new", "", row or {}), url))
+    if work:
+        _run_items(opts, api, state, work, summary)
 
 
 def _records(state: BatchState, targets: list[tuple[str, str]]) -> dict[str, Any]:
