@@ -4,7 +4,7 @@ The console block under "A real session, against the emulator" is replayed: the 
 starts, `cat config.toml` writes the config shown, `export`/`cp` set up the rest, and each
 `pplx-export` line runs through click's runner in a scratch directory that stands for
 `~/pplx`. Its output (stdout and stderr, in order) must equal the lines the README shows,
-up to timings. `PPLX_SHOW_SESSION=1` prints the replayed transcript to paste in.
+up to timings and the cookie cache's hashed name. `PPLX_SHOW_SESSION=1` prints the replayed transcript to paste in.
 """
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 HEADING = "### A real session, against the emulator"
 HOME_DIR = "~/pplx"
-TIMINGS = (
+STAND_INS = (
     (re.compile(r"\b\d+\.\d+/s\b"), "N/s"),
     (re.compile(r"\b\d+\.\ds\b"), "Ns"),
+    # the cookie cache is named for a hash of the archive's absolute path
+    (re.compile(r"cookies-[0-9a-f]{16}\.json"), "cookies-HASH.json"),
 )
 
 
@@ -51,7 +53,7 @@ def steps(lines: list[str]) -> list[tuple[str, list[str]]]:
 def normal(lines: list[str]) -> list[str]:
     result = []
     for line in lines:
-        for pattern, stand_in in TIMINGS:
+        for pattern, stand_in in STAND_INS:
             line = pattern.sub(stand_in, line)
         result.append(line.rstrip())
     return result
@@ -86,7 +88,11 @@ def test_the_readme_session_is_what_the_commands_print(
             else:
                 assert argv[0] == "pplx-export", command
                 result = CliRunner().invoke(main, argv[1:], env=env, terminal_width=80)
-                got = result.output.replace(str(work), HOME_DIR).splitlines()
+                got = (
+                    result.output.replace(str(work), HOME_DIR)
+                    .replace(str(Path.home()), "~")
+                    .splitlines()
+                )
                 shown += got
                 if os.environ.get("PPLX_SHOW_SESSION"):
                     continue
