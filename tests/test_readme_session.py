@@ -4,7 +4,8 @@ The console block under "A real session, against the emulator" is replayed: the 
 starts, `cat config.toml` writes the config shown, `export`/`cp` set up the rest, and each
 `pplx-export` line runs through click's runner in a scratch directory that stands for
 `~/pplx`. Its output (stdout and stderr, in order) must equal the lines the README shows,
-up to timings and the cookie cache's hashed name. `PPLX_SHOW_SESSION=1` prints the replayed transcript to paste in.
+up to timings and the cookie cache's hashed name. `PPLX_SHOW_SESSION=1` prints the
+replayed transcript to paste in.
 """
 
 from __future__ import annotations
