@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -46,3 +48,15 @@ def test_a_bad_since_date_is_a_usage_error() -> None:
     result = CliRunner().invoke(main, ["batch", "--dry-run", "--since", "yesterday-ish"])
     assert result.exit_code == 2
     assert "--since" in result.output
+
+
+def test_commands_without_account_run_on_a_config_of_several_accounts(tmp_path: Path) -> None:
+    """status/re-render offer no --account: a config they could not pick one from is fine."""
+    config = tmp_path / "c.toml"
+    config.write_text('[accounts.a]\nemail = "a@x"\n[accounts.b]\nemail = "b@x"\n')
+    (tmp_path / "arch" / "index").mkdir(parents=True)
+    argv = ["--config", str(config), "--out", str(tmp_path / "arch")]
+    assert CliRunner().invoke(main, ["status", *argv]).exit_code == 0
+    assert CliRunner().invoke(main, ["re-render", *argv]).exit_code == 0
+    batch = CliRunner().invoke(main, ["batch", "--dry-run", *argv])
+    assert batch.exit_code == 2 and "pass --account" in batch.output

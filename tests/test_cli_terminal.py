@@ -93,11 +93,12 @@ def test_no_progress_and_quiet_report_nothing() -> None:
 def test_verbose_starts_with_a_debug_header(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["status", "-v", "--out", str(tmp_path)])
     err = result.stderr.splitlines()
-    assert err[0].startswith("DEBUG [debug] pplx-export ")
+    assert err[0].startswith("DEBUG pplx-export ")
     assert "Python" in err[0]
-    assert any("[debug] OS " in line for line in err)
-    assert any(f"[debug] archive root {tmp_path}" in line for line in err)
-    assert any("[debug] config " in line and "degraded mode" in line for line in err)
+    assert err[1].startswith("DEBUG OS ")
+    assert err[2].startswith("DEBUG config ") and "degraded mode" in err[2]
+    assert err[3] == f"DEBUG archive root {tmp_path}"
+    assert err[4].startswith("DEBUG account default, cookies from ")
 
 
 def test_degraded_mode_prints_a_one_line_notice(tmp_path: Path) -> None:

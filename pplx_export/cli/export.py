@@ -164,8 +164,18 @@ def batch_options(func: Callable[..., Any]) -> Callable[..., Any]:
             click.option(
                 "--mode", type=click.Choice(MODES), default=None, help="Only threads of this mode."
             ),
-            click.option("--since", default=None, help="Only threads updated on/after DATE."),
-            click.option("--until", default=None, help="Only threads updated on/before DATE."),
+            click.option(
+                "--since",
+                metavar="DATE",
+                default=None,
+                help="Only threads updated on/after DATE (YYYY-MM-DD or ISO).",
+            ),
+            click.option(
+                "--until",
+                metavar="DATE",
+                default=None,
+                help="Only threads updated on/before DATE (a date: that whole day).",
+            ),
             click.option("--dry-run", is_flag=True, help="Print the plan; fetch nothing."),
             json_option,
         ]

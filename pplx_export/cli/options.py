@@ -28,7 +28,9 @@ import click
 from pplx_export.net.browsers import BROWSERS
 
 if TYPE_CHECKING:
+    from pplx_export.config import Config
     from pplx_export.context import RunOptions
+    from pplx_export.models import Account
 
 BROWSER_SPEC = "BROWSER[+KEYRING][:PROFILE]"
 EXIT_SIGTERM = 128 + 15
@@ -175,6 +177,7 @@ def shared_options(
                 **shared,
                 check_writable=writes and not kwargs.get("dry_run"),
                 announce_degraded=config,
+                uses_account=with_account,
             )
             return func(*args, opts=opts, **kwargs)
 
@@ -206,6 +209,7 @@ def resolve_run_options(
     lang: str | None = None,
     check_writable: bool = False,
     announce_degraded: bool = True,
+    uses_account: bool = True,
 ) -> RunOptions:
     """Flags -> config -> logging -> the run context; the notices every command shares."""
     from datetime import UTC, datetime
@@ -237,7 +241,7 @@ def resolve_run_options(
             raise click.BadParameter(str(exc), param_hint="--cookies-from-browser") from None
     opts = RunOptions(
         config=cfg,
-        account=cfg.account(account),
+        account=_account(cfg, account, uses_account),
         out=root,
         lang=cfg.language(lang),
         cookies_from=cookies_from,
@@ -259,6 +263,20 @@ def resolve_run_options(
             opts.account.name,
         )
     return opts
+
+
+def _account(cfg: Config, name: str | None, uses_account: bool) -> Account:
+    """The account a command works for. A command without `--account` (status, re-render)
+    works on every account: a config it could not pick one from is no error there."""
+    from pplx_export.errors import ConfigError
+    from pplx_export.models import Account
+
+    try:
+        return cfg.account(name)
+    except ConfigError:
+        if uses_account:
+            raise
+        return Account(name="", display_name="")
 
 
 # ------------------------------------------------------------------ where things are
@@ -298,11 +316,11 @@ def debug_header(opts: RunOptions) -> list[str]:
     else:
         cookies = "cache, then installed browsers"
     return [
-        "[debug] " + ", ".join(f"{name} {ver}" for name, ver in versions()),
-        f"[debug] OS {platform.platform()}",
-        f"[debug] config {cfg.path}" + ("" if cfg.exists else " (not found: degraded mode)"),
-        f"[debug] archive root {opts.out}",
-        f"[debug] account {opts.account.name}, cookies from {cookies}",
+        ", ".join(f"{name} {ver}" for name, ver in versions()),
+        f"OS {platform.platform()}",
+        f"config {cfg.path}" + ("" if cfg.exists else " (not found: degraded mode)"),
+        f"archive root {opts.out}",
+        f"account {opts.account.name or '(all)'}, cookies from {cookies}",
     ]
 
 
