@@ -145,7 +145,9 @@ try:
     import msgspec
 
     _fast_decode: Callable[[str | bytes], Any] | None = msgspec.json.Decoder().decode
-    _FAST_ERRORS: tuple[type[Exception], ...] = (msgspec.MsgspecError,)
+    # A str with a lone surrogate cannot even be handed over: msgspec encodes it to UTF-8
+    # first and raises UnicodeEncodeError, where json.loads decodes it.
+    _FAST_ERRORS: tuple[type[Exception], ...] = (msgspec.MsgspecError, UnicodeEncodeError)
 except ImportError:  # pragma: no cover - msgspec is a dependency; keep working without it
     _fast_decode = None
     _FAST_ERRORS = ()
