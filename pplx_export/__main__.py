@@ -1,4 +1,5 @@
-"""`python -m pplx_export`: the `pplx-export` command, without the console script."""
+"""`python -m pplx_export ...` = `pplx-export ...` (what `schedule` falls back to when the
+console script is not next to the interpreter)."""
 
 from pplx_export.cli.export import main
 

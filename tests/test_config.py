@@ -176,12 +176,14 @@ def test_help_epilog_names_the_config_and_the_archive(tmp_path: Path) -> None:
 
 
 def test_config_example_first_line_points_at_something_real() -> None:
-    first = (Path(__file__).resolve().parent.parent / "config.example.toml").read_text()
-    first_line = first.splitlines()[0]
-    # It points at `pplx-export --help`, whose epilog prints the config path.
-    assert "pplx-export --help" in first_line
-    out = CliRunner().invoke(main, ["--help"]).output
-    assert "Config: " in out
+    text = (Path(__file__).resolve().parent.parent / "config.example.toml").read_text()
+    first_line, header = text.splitlines()[0], text.split("\n\n")[0]
+    # It points at `pplx-export init` (a command that exists) and at the `--help` epilog,
+    # which prints the config path.
+    assert "`pplx-export init`" in first_line
+    assert CliRunner().invoke(main, ["init", "--help"]).exit_code == 0
+    assert '"Config:"' in header and "`pplx-export --help`" in header
+    assert "Config: " in CliRunner().invoke(main, ["--help"]).output
 
 
 def test_log_file_is_owner_only(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from pplx_export.cli.ask import main as ask_main
 from pplx_export.cli.export import main
 from pplx_export.emulator import run_emulator
 
@@ -87,11 +88,13 @@ def test_the_readme_session_is_what_the_commands_print(
             elif argv[0] == "cp":
                 shutil.copy(REPO / argv[1], work / argv[2])
             else:
-                assert argv[0] == "pplx-export", command
-                result = CliRunner().invoke(main, argv[1:], env=env, terminal_width=80)
+                assert argv[0] in ("pplx-export", "pplx-ask"), command
+                group = main if argv[0] == "pplx-export" else ask_main
+                result = CliRunner().invoke(group, argv[1:], env=env, terminal_width=80)
                 got = (
                     result.output.replace(str(work), HOME_DIR)
                     .replace(str(Path.home()), "~")
+                    .replace(emu.base_url, readme_url)
                     .splitlines()
                 )
                 shown += got

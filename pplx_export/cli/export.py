@@ -15,6 +15,7 @@ import click
 from pplx_export.cli.options import (
     PplxGroup,
     common_options,
+    creates_config,
     group_settings,
     json_option,
     offline_options,
@@ -209,6 +210,58 @@ def sync(
 
     result = run_sync(opts, full=full, check_deleted=check_deleted, refresh_spaces=refresh_spaces)
     _report_batch(result, as_json=as_json, quiet=opts.quiet)
+
+
+@main.command()
+@click.option("--force", is_flag=True, help="Update an existing config (comments are kept).")
+@click.option(
+    "--create-bot-space",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[TITLE]",
+    help="Create the BOT space when none exists (title: TITLE, else --bot-title).",
+)
+@click.option("--bot-title", default="BOT", show_default=True, help="Title of the BOT space.")
+@click.option("--git", is_flag=True, help="Make the archive a git repository; auto_commit on.")
+@json_option
+@common_options
+@creates_config
+def init(
+    opts: RunOptions,
+    force: bool,
+    create_bot_space: str | None,
+    bot_title: str,
+    git: bool,
+    as_json: bool,
+) -> None:
+    """Write the config from your browser's signed-in Perplexity accounts."""
+    from pplx_export.sync.init import InitOptions, run_init
+
+    title = create_bot_space or bot_title
+    options = InitOptions(force, create_bot_space is not None, title, git)
+    result = run_init(opts, options)
+    if as_json:
+        emit_json(result.to_json())
+    else:
+        print_lines(result.lines())
+
+
+@main.command()
+@click.option("--time", "at", default="03:30", show_default=True, help="When to run (HH:MM).")
+@click.option("--systemd", is_flag=True, help="Also write a systemd user service + timer.")
+@click.option("--install", is_flag=True, help="Install it (crontab entry, or enable the timer).")
+@json_option
+@common_options
+def schedule(opts: RunOptions, at: str, systemd: bool, install: bool, as_json: bool) -> None:
+    """Run `sync` every night: write index/cron_snippet.txt (or systemd units)."""
+    from pplx_export.sync.schedule import run_schedule_command
+
+    result = run_schedule_command(opts, time=at, systemd=systemd, install=install)
+    if as_json:
+        emit_json(result.to_json())
+    else:
+        print_lines(result.lines())
 
 
 @main.command()

@@ -40,6 +40,15 @@ LOGGER = "pplx_export.cli"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+CREATES_CONFIG = "creates_config"
+
+
+def creates_config(func: F) -> F:
+    """Mark a command that writes the config (`init`): a missing `--config` file is fine."""
+    setattr(func, CREATES_CONFIG, True)
+    return func
+
+
 # ------------------------------------------------------------------ option groups
 
 
@@ -176,8 +185,9 @@ def shared_options(
             opts = resolve_run_options(
                 **shared,
                 check_writable=writes and not kwargs.get("dry_run"),
-                announce_degraded=config,
+                announce_degraded=config and not getattr(func, CREATES_CONFIG, False),
                 uses_account=with_account,
+                config_missing_ok=getattr(func, CREATES_CONFIG, False),
             )
             return func(*args, opts=opts, **kwargs)
 
@@ -210,6 +220,7 @@ def resolve_run_options(
     check_writable: bool = False,
     announce_degraded: bool = True,
     uses_account: bool = True,
+    config_missing_ok: bool = False,
 ) -> RunOptions:
     """Flags -> config -> logging -> the run context; the notices every command shares."""
     from datetime import UTC, datetime
@@ -222,7 +233,7 @@ def resolve_run_options(
 
     verbose = verbose or 0
     quiet = bool(quiet)
-    cfg = load_config(config_path)
+    cfg = load_config(config_path, missing_ok=config_missing_ok)
     root = cfg.archive_dir(out)
     log_path: Path | None = None
     if log_file is not None:

@@ -174,6 +174,10 @@ class Library:
         self.forbidden_spaces: set[str] = {
             as_str(v) for v in as_list(manifest.get("forbidden_spaces"))
         }
+        # Threads this account may not read (another account's private thread).
+        self.forbidden_threads: set[str] = {
+            as_str(v) for v in as_list(manifest.get("forbidden_threads"))
+        }
         for key, state in (("deleted", DELETED), ("expired", EXPIRED)):
             for thread_id in as_list(manifest.get(key)):
                 marked = self.threads.get(as_str(thread_id))
@@ -335,6 +339,12 @@ class Library:
             record = self._require(thread_id)
             record.state = state
             record.listed = listed
+            return record
+
+    def forbid(self, thread_id: str) -> ThreadRecord:
+        with self.lock:
+            record = self._require(thread_id)
+            self.forbidden_threads.add(record.uuid)
             return record
 
     def add_thread(self, record: ThreadRecord) -> None:

@@ -221,7 +221,12 @@ def load_browser(browser: str, loader: BrowserLoader | None = None) -> CookieSet
         raise ConfigError(str(exc)) from None
     browser = spec.browser
     try:
-        raw, where = loader(browser) if loader else browser_cookie3_loader(browser, spec)
+        if loader is not None:
+            raw, where = loader(browser)
+        elif spec.profile or spec.keyring:
+            raw, where = browser_cookie3_loader(browser, spec)
+        else:
+            raw, where = browser_cookie3_loader(browser)
     # browser-cookie3 raises whatever its backends raise (sqlite3, keyring, D-Bus, OSError,
     # its own BrowserCookieError); each is reported by type and message, none is swallowed.
     except Exception as exc:

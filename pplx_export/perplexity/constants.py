@@ -110,3 +110,10 @@ ASK_MODEL_PREFERENCE = {
 }
 COUNCIL_MODELS_MIN = 2
 COUNCIL_MODELS_MAX = 3
+# Pinned council pool (protocol §2.9) for when the config's [models] names none; it drifts.
+COUNCIL_DEFAULT_MODELS: tuple[str, ...] = (
+    "gpt56_sol_thinking",
+    "claude50opusthinking",
+    "gemini31pro_high",
+)
+ASK_MODES: tuple[str, ...] = tuple(ASK_MODEL_PREFERENCE)

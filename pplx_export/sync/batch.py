@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pplx_export.archive.library_index import INDEX_DIR, load_index
 from pplx_export.archive.lock import archive_lock
@@ -45,6 +45,9 @@ from pplx_export.sync.export import (
 from pplx_export.sync.index import IndexResult, update_library_index
 from pplx_export.sync.plan import Plan, PlanItem, make_plan, parse_since, parse_until
 from pplx_export.sync.progress import Reporter, progress_reporter
+
+if TYPE_CHECKING:
+    from pplx_export.sync.autocommit import CommitResult
 
 log = logging.getLogger(__name__)
 
@@ -285,9 +288,12 @@ def run_batch(
     *,
     dry_run: bool = False,
     api: PerplexityAPI | None = None,
+    commit: bool = True,
 ) -> BatchSummary | Plan:
     """Export what the plan says (or, with `dry_run`, return the plan); see the module doc
-    for the failure policy. The caller reports the summary and maps failures to exit 4."""
+    for the failure policy. The caller reports the summary and maps failures to exit 4.
+    `commit`: git-commit the archive afterwards when `auto_commit` is on (sync commits once
+    itself)."""
     filters = filters or BatchFilters()
     if dry_run:
         plan, _state = plan_batch(opts, filters)
@@ -301,6 +307,8 @@ def run_batch(
             _run_items(opts, api, state, [(item, "") for item in plan.todo], summary)
         else:
             log.info("batch: nothing to do (%s)", plan.counts_text())
+        if commit:
+            auto_commit(opts, "batch")
     return summary
 
 
@@ -362,6 +370,7 @@ def run_export(
     try:
         with _locked(opts):
             _export_refs(opts, api, targets, rows, force, summary)
+            auto_commit(opts, "export")
     finally:
         if own:
             api.close()
@@ -417,4 +426,16 @@ def run_sync(
             )
     with open_session(opts) as api, _locked(opts):
         run_index(opts, full=full, api=api)
-        return run_batch(opts, BatchFilters(full=full), api=api)
+        result = run_batch(opts, BatchFilters(full=full), api=api, commit=False)
+        auto_commit(opts, "sync")
+        return result
+
+
+def auto_commit(opts: RunOptions, command: str) -> CommitResult | None:
+    """One git commit of the archive when `auto_commit` is on (a failure is only a warning)."""
+    if not opts.config.auto_commit:
+        return None
+    # Imported here: runs without auto_commit (most) never load git support.
+    from pplx_export.sync.autocommit import commit_archive
+
+    return commit_archive(opts.out, command, push=opts.config.auto_push)

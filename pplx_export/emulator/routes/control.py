@@ -21,11 +21,17 @@ def mutate(app: Emulator, payload: JSON) -> tuple[int, JSON]:
         elif "expire" in payload:
             record = library.set_state(as_str(payload["expire"]), EXPIRED, listed=True)
             action = "expire"
+        elif "forbid" in payload:
+            record = library.forbid(as_str(payload["forbid"]))
+            action = "forbid"
         elif "restore" in payload:
             record = library.set_state(as_str(payload["restore"]), OK, listed=True)
             action = "restore"
         else:
-            return 400, {"error_code": "INVALID_REQUEST", "message": "touch|delete|expire|restore"}
+            return 400, {
+                "error_code": "INVALID_REQUEST",
+                "message": "touch|delete|expire|forbid|restore",
+            }
     except KeyError:
         return 404, {"error_code": "THREAD_NOT_FOUND"}
     return 200, {
