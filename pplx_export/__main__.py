@@ -4,4 +4,4 @@ console script is not next to the interpreter)."""
 from pplx_export.cli.export import main
 
 if __name__ == "__main__":
-    main()
+    main(prog_name="pplx-export")

@@ -9,18 +9,21 @@ and line.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import platformdirs
-import tomlkit
-from tomlkit.exceptions import ParseError
-from tomlkit.toml_document import TOMLDocument
+from typing import TYPE_CHECKING, Any
 
 from pplx_export.errors import ConfigError
-from pplx_export.models import Account
-from pplx_export.util.atomic import atomic_write_text
+
+if TYPE_CHECKING:
+    from tomlkit.toml_document import TOMLDocument
+
+    from pplx_export.models import Account
+
+# tomlkit, platformdirs, the data model and the atomic writer are imported where used:
+# `--help` imports this module and must start fast (tomlkit alone costs about as much as
+# starting Python).
 
 ENV_CONFIG = "PPLX_EXPORT_CONFIG"
 APP_NAME = "pplx-export"
@@ -30,6 +33,16 @@ LANGS = ("en", "zh")
 
 
 def default_config_path() -> Path:
+    """The platform user config dir (platformdirs) + `pplx-export/config.toml`."""
+    if sys.platform.startswith("linux"):
+        # platformdirs' XDG rule, without importing it (and its tempfile, random, ...)
+        # for every `--help`; a test holds the two equal.
+        base = os.environ.get("XDG_CONFIG_HOME", "")
+        if not base.strip():
+            base = os.path.expanduser("~/.config")
+        return Path(base) / APP_NAME / "config.toml"
+    import platformdirs
+
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
 
 
@@ -44,7 +57,7 @@ class NetworkSettings:
 @dataclass
 class Config:
     path: Path
-    doc: TOMLDocument = field(default_factory=tomlkit.document)
+    doc: TOMLDocument = field(default_factory=lambda: _tomlkit().document())
     exists: bool = False
     default_account: str = ""
     archive_root: str = ""
@@ -63,26 +76,49 @@ class Config:
         return not self.exists
 
     def account(self, name: str | None = None) -> Account:
-        """`--account` > `default_account` > the only configured account > placeholder."""
+        """`--account` > `default_account` > the only configured account > placeholder.
+
+        With a config file, a named account must be defined in it: an account without an
+        `[accounts.NAME]` table has no email, so whose session the cookies hold could not be
+        checked and a wrong browser profile would fill the archive with another person's
+        threads. Without a config file (degraded mode) any name runs unchecked.
+        """
         wanted = name or self.default_account
         if wanted:
             if wanted in self.accounts:
                 return self.accounts[wanted]
-            if self.exists and self.accounts:
-                known = ", ".join(sorted(self.accounts))
-                raise ConfigError(f"account {wanted!r} is not in {self.path} (known: {known})")
+            if self.exists:
+                known = ", ".join(sorted(self.accounts)) or "none defined"
+                how = "--account" if name else "default_account"
+                raise ConfigError(
+                    f"{how} {wanted!r} is not defined in {self.path} (accounts: {known}); "
+                    f"add [accounts.{wanted}] with its email so the session can be checked"
+                )
+            from pplx_export.models import Account
+
             return Account(name=wanted, display_name=wanted)
         if len(self.accounts) == 1:
             return next(iter(self.accounts.values()))
         if self.accounts:
             known = ", ".join(sorted(self.accounts))
             raise ConfigError(f"several accounts in {self.path} ({known}): pass --account")
+        from pplx_export.models import Account
+
         return Account(name=PLACEHOLDER_ACCOUNT, display_name=PLACEHOLDER_ACCOUNT)
 
     def archive_dir(self, out: str | os.PathLike[str] | None = None) -> Path:
-        """`--out` > config `archive_root` > `./web_archive`."""
-        raw = os.fspath(out) if out else (self.archive_root or DEFAULT_ARCHIVE_ROOT)
-        return Path(raw).expanduser()
+        """`--out` > config `archive_root` > `./web_archive`, as an absolute path.
+
+        `--out` and the default are relative to the current directory, as any command-line
+        path is; a relative `archive_root` is relative to the config file's directory, so a
+        cron job started from another directory finds the same archive.
+        """
+        if out:
+            return Path(os.fspath(out)).expanduser().absolute()
+        if self.archive_root:
+            root = Path(self.archive_root).expanduser()
+            return root if root.is_absolute() else (self.path.parent / root).absolute()
+        return Path(DEFAULT_ARCHIVE_ROOT).absolute()
 
     def language(self, lang: str | None = None) -> str:
         chosen = lang or self.render_language or "en"
@@ -95,13 +131,15 @@ class Config:
         node: Any = self.doc
         for key in keys:
             if key not in node:
-                node[key] = tomlkit.table()
+                node[key] = _tomlkit().table()
             node = node[key]
         return node
 
     def save(self) -> None:
         """Write back atomically, owner-only; comments and layout of the user's file survive."""
-        atomic_write_text(self.path, tomlkit.dumps(self.doc), durable=True, mode=0o600)
+        from pplx_export.util.atomic import atomic_write_text
+
+        atomic_write_text(self.path, _tomlkit().dumps(self.doc), durable=True, mode=0o600)
         self.exists = True
 
 
@@ -113,6 +151,37 @@ def resolve_config_path(explicit: str | os.PathLike[str] | None) -> tuple[Path, 
     if env:
         return Path(env).expanduser(), True
     return default_config_path(), False
+
+
+def _tomlkit() -> Any:
+    import tomlkit
+
+    return tomlkit
+
+
+def peek_locations(
+    explicit: str | os.PathLike[str] | None = None,
+) -> tuple[Path, bool, str]:
+    """(config path, exists?, archive root) without loading the config: for `--help`.
+
+    The root is absolute when the config names one; the default stays `./web_archive`
+    (relative to wherever the command runs).
+
+    Uses the stdlib TOML reader (fast to import) and ignores what it cannot read; commands
+    load and validate the config for real.
+    """
+    import tomllib
+
+    path, _explicit = resolve_config_path(explicit)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return path, path.is_file(), DEFAULT_ARCHIVE_ROOT
+    root = data.get("archive_root")
+    if not isinstance(root, str) or not root:
+        return path, True, DEFAULT_ARCHIVE_ROOT
+    cfg = Config(path=path, exists=True, archive_root=root)
+    return path, True, str(cfg.archive_dir())
 
 
 def load_config(
@@ -129,6 +198,9 @@ def load_config(
         return Config(path=path)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    tomlkit = _tomlkit()
+    from tomlkit.exceptions import ParseError
+
     try:
         doc = tomlkit.parse(text)
     except ParseError as exc:
@@ -137,6 +209,8 @@ def load_config(
 
 
 def _from_doc(path: Path, doc: TOMLDocument) -> Config:
+    from pplx_export.models import Account
+
     data = doc.unwrap()
     cfg = Config(path=path, doc=doc, exists=True)
     cfg.default_account = _str(data, "default_account", path)

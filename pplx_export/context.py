@@ -28,6 +28,8 @@ class RunOptions:
     cookies_file: Path | None = None
     verbose: int = 0
     quiet: bool = False
+    # False with --no-progress: no bar and no periodic progress lines (messages still print).
+    progress: bool = True
     # Archive roots whose lock this invocation holds: `sync` = index + batch locks once.
     held_locks: set[str] = field(default_factory=set)
     # One pacer and set of counters for every session of the invocation (see

@@ -4,6 +4,7 @@
     ├── UsageError (2)
     ├── ConfigError (2)
     ├── ArchiveError (1)          a file in the archive could not be read or written safely
+    │   ├── ArchiveBusy (5)          another run holds the archive's lock (try again later)
     │   └── DiskFull (1)             ENOSPC / EDQUOT: the run stops at once, nothing is lost
     ├── SchemaError (1)          a payload could not be parsed at all (names thread + JSON path)
     ├── Interrupted (130)
@@ -43,6 +44,13 @@ class ConfigError(PplxError):
 
 class ArchiveError(PplxError):
     exit_code = 1
+
+
+class ArchiveBusy(ArchiveError):
+    """Another pplx-export run holds the archive's lock. Its own exit code, so a cron
+    wrapper can tell "try again later" from a failure."""
+
+    exit_code = 5
 
 
 class DiskFull(ArchiveError):

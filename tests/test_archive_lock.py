@@ -78,7 +78,7 @@ def test_another_process_blocks_the_cli_until_it_dies(tmp_path: Path) -> None:
         try:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
             result = CliRunner().invoke(main, ["re-render", "--out", str(tmp_path)])
-            assert result.exit_code == 1
+            assert result.exit_code == 5  # its own code: "try again later" for cron wrappers
             assert "another pplx-export run" in result.output
         finally:
             proc.kill()

@@ -37,7 +37,7 @@ def test_missing_default_config_is_degraded_mode() -> None:
     cfg = load_config()
     assert cfg.degraded
     assert cfg.account().name == "default"
-    assert cfg.archive_dir() == Path("./web_archive")
+    assert cfg.archive_dir() == Path("./web_archive").absolute()
 
 
 def test_missing_explicit_config_is_an_error(tmp_path: Path) -> None:
@@ -65,7 +65,7 @@ def test_accounts_root_and_network(tmp_path: Path) -> None:
     assert cfg.account().display_name == "Alice Example"
     assert cfg.account("bob").display_name == "bob"
     assert cfg.network.min_interval == 0.5
-    assert cfg.archive_dir("x") == Path("x")
+    assert cfg.archive_dir("x") == Path("x").absolute()
     assert cfg.archive_dir() == Path("~/perplexity-archive").expanduser()
     with pytest.raises(ConfigError, match="carol"):
         cfg.account("carol")
@@ -125,3 +125,86 @@ def test_log_file_records_debug_while_console_is_quiet(
     assert "detail for the file only" in text and "shown everywhere" in text
     err = capsys.readouterr().err
     assert "detail for the file only" not in err and "shown everywhere" in err
+
+
+def test_relative_archive_root_is_relative_to_the_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    path = conf_dir / "c.toml"
+    path.write_text('archive_root = "./archive"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # a cron job started from $HOME
+    cfg = load_config(path)
+    assert cfg.archive_dir() == conf_dir / "archive"
+    # --out stays relative to where the command runs, as any command-line path.
+    assert cfg.archive_dir("mine") == elsewhere / "mine"
+
+
+def test_an_account_the_config_does_not_define_is_exit_2(tmp_path: Path) -> None:
+    """default_account naming an account without [accounts] cannot be checked: refuse."""
+    path = tmp_path / "c.toml"
+    path.write_text('default_account = "bob"\n')
+    with pytest.raises(ConfigError, match=r"default_account 'bob' is not defined"):
+        load_config(path).account()
+    result = CliRunner().invoke(main, ["batch", "--config", str(path), "--dry-run"])
+    assert result.exit_code == 2
+    assert "[accounts.bob]" in result.output and "Traceback" not in result.output
+
+
+def test_version_names_python_and_the_dependencies() -> None:
+    out = CliRunner().invoke(main, ["--version"]).output
+    first, second = out.splitlines()[:2]
+    assert first.startswith("pplx-export ")
+    for name in ("Python", "click", "httpx", "rich", "tomlkit", "browser-cookie3"):
+        assert name in second
+
+
+def test_help_epilog_names_the_config_and_the_archive(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('archive_root = "arch"\n')
+    runner = CliRunner()
+    for argv in (["--help"], ["status", "--help"], ["batch", "--help"]):
+        out = runner.invoke(main, argv, env={"PPLX_EXPORT_CONFIG": str(path)}).output
+        assert f"Config: {path}" in out
+        assert f"Archive: {tmp_path / 'arch'}" in out
+    out = runner.invoke(main, ["--help"], env={"PPLX_EXPORT_CONFIG": None}).output
+    assert "(not found: degraded mode)" in out
+    assert "Archive: ./web_archive (relative to the current directory)" in out
+
+
+def test_config_example_first_line_points_at_something_real() -> None:
+    text = (Path(__file__).resolve().parent.parent / "config.example.toml").read_text()
+    first_line, header = text.splitlines()[0], text.split("\n\n")[0]
+    # It points at `pplx-export init` (a command that exists) and at the `--help` epilog,
+    # which prints the config path.
+    assert "`pplx-export init`" in first_line
+    assert CliRunner().invoke(main, ["init", "--help"]).exit_code == 0
+    assert '"Config:"' in header and "`pplx-export --help`" in header
+    assert "Config: " in CliRunner().invoke(main, ["--help"]).output
+
+
+def test_log_file_is_owner_only(tmp_path: Path) -> None:
+    log_file = tmp_path / "logs" / "run.log"
+    setup_logging(log_file=log_file)
+    try:
+        logging.getLogger("pplx_export.test").info("a thread title")
+    finally:
+        setup_logging()
+    assert stat.S_IMODE(log_file.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("xdg", [None, "", "  ", "/somewhere/else"])
+def test_default_path_agrees_with_platformdirs(
+    xdg: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import platformdirs
+
+    if xdg is None:
+        monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
+    expected = Path(platformdirs.user_config_dir("pplx-export")) / "config.toml"
+    assert default_config_path() == expected

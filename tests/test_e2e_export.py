@@ -91,7 +91,10 @@ def test_full_export_lands_every_thread_in_its_folder_with_the_served_raw_files(
     assert {r["status"] for r in e2e.state().values()} == {"ok"}
 
 
-@pytest.mark.skipif(not FIDELITY.is_file(), reason="../shared/tools/fidelity.py is absent")
+@pytest.mark.skipif(
+    not FIDELITY.is_file(),
+    reason="needs ../shared/tools/fidelity.py beside the clone (not in a fresh clone)",
+)
 def test_full_export_has_full_fidelity(e2e: E2E) -> None:
     _full_export(e2e)
     done = run_fidelity(e2e.out)

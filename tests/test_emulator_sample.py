@@ -158,7 +158,10 @@ def test_answer_variant_and_study(library: Library) -> None:
 # -- replaying other archives ----------------------------------------------------------------
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present")
+@pytest.mark.skipif(
+    not CORPUS.is_dir(),
+    reason="needs the shared corpus at ../shared/corpus/archive (not in a fresh clone)",
+)
 def test_corpus_archive_is_listed_and_fetchable() -> None:
     expected = {p.parent for p in CORPUS.glob("*/*/*/raw_entries.json")}
     downloads = 0

@@ -90,7 +90,8 @@ def test_matching_account_first_try(tmp_path: Path) -> None:
     api = _open(_opts(tmp_path, "Alice@Example.com", cookies_file=f), r)
     assert api.email == "alice@example.com"
     assert r.routes[0].call_count == 1
-    assert not cache_path(tmp_path / "archive").exists()  # files are not cached
+    # Cookies from a file are cached like a browser's: cron finds them without --cookies.
+    assert cache_path(tmp_path / "archive").exists()
 
 
 def test_switches_to_the_configured_account(tmp_path: Path) -> None:

@@ -191,7 +191,7 @@ def test_status_json_cli(archive: tuple[Path, Path], no_network: None) -> None:
     assert doc["verbosity"] == 1
     assert set(doc) == {
         *("archive", "now", "verbosity", "accounts", "state", "errors"),
-        *("tombstoned", "credit_usage"),
+        *("tombstoned", "credit_usage", "damaged"),
     }
     assert by_account(doc)["alice"]["next_batch"]["todo"][0]["title"] == "Brand new [draft]"
 
@@ -221,12 +221,22 @@ def test_status_is_read_only_with_a_corrupt_state(
     assert path.read_text() == "{not json"
 
 
-def test_status_on_an_empty_archive_in_degraded_mode(no_network: None, tmp_path: Path) -> None:
+def test_status_on_a_missing_archive_says_so(no_network: None, tmp_path: Path) -> None:
+    """Not a table of zeros: a wrong path (a cron job in another directory) is exit 2."""
     result = CliRunner().invoke(main, ["status", "--json", "--out", str(tmp_path / "none")])
+    assert result.exit_code == 2, result.output
+    assert f"no archive at {tmp_path / 'none'}" in result.output
+    assert result.stdout == ""
+    assert not (tmp_path / "none").exists()
+
+
+def test_status_on_an_empty_archive_in_degraded_mode(no_network: None, tmp_path: Path) -> None:
+    (tmp_path / "fresh" / "index").mkdir(parents=True)
+    result = CliRunner().invoke(main, ["status", "--json", "--out", str(tmp_path / "fresh")])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["accounts"] == [] and doc["errors"] == []
-    assert not (tmp_path / "none").exists()
+    assert "degraded mode" in result.stderr
 
 
 def test_status_reports_a_corrupt_index_without_moving_it(

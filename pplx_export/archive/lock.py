@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from pplx_export.errors import ArchiveError
+from pplx_export.errors import ArchiveBusy, ArchiveError
 
 try:
     import fcntl
@@ -32,7 +32,7 @@ LOCK_NAME = ".lock"
 
 @contextlib.contextmanager
 def archive_lock(root: Path, held: set[str] | None = None) -> Iterator[None]:
-    """Hold the archive's lock for the block; ArchiveError when another run holds it.
+    """Hold the archive's lock for the block; ArchiveBusy (exit 5) when another run holds it.
 
     `held` makes the lock re-entrant within one command (e.g. `sync` = index + batch): the
     caller passes the same set to nested calls and only the outermost one locks.
@@ -59,7 +59,7 @@ def archive_lock(root: Path, held: set[str] | None = None) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ArchiveError(
+            raise ArchiveBusy(
                 f"another pplx-export run is writing to {root} (lock {path}); wait for it to finish"
             ) from None
         if held is not None:

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
-from pplx_export import __version__
-from pplx_export.cli.options import PplxGroup, common_options
+from pplx_export.cli.options import (
+    PplxGroup,
+    common_options,
+    group_settings,
+    json_option,
+    version_option,
+)
 from pplx_export.cli.output import emit_json, print_lines
-from pplx_export.context import RunOptions
 from pplx_export.perplexity.constants import ASK_MODES, ASK_TIMEOUT
 
+if TYPE_CHECKING:
+    from pplx_export.context import RunOptions
 
-@click.group(cls=PplxGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="pplx-ask")
+
+@click.group(cls=PplxGroup, context_settings=group_settings())
+@version_option("pplx-ask")
 def main() -> None:
     """Ask Perplexity from the terminal; finished threads land in the archive."""
 
@@ -64,7 +72,7 @@ def _print_answer(text: str) -> None:
     show_default=True,
     help="Give up after this many seconds without any news from the stream.",
 )
-@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@json_option
 @common_options
 def ask(
     opts: RunOptions,
@@ -106,7 +114,7 @@ def ask(
 
 @main.command("mark-read", short_help="Mark a thread read.")
 @click.argument("thread")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@json_option
 @common_options
 def mark_read(opts: RunOptions, thread: str, as_json: bool) -> None:
     """Mark THREAD (URL or UUID) read (mark_viewed by its context UUID)."""
@@ -122,7 +130,7 @@ def mark_read(opts: RunOptions, thread: str, as_json: bool) -> None:
 @main.command("space-create")
 @click.argument("title")
 @click.option("--description", default="", help="The space's description.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@json_option
 @common_options
 def space_create(opts: RunOptions, title: str, description: str, as_json: bool) -> None:
     """Create a space named TITLE; print its uuid, slug and URL."""
@@ -137,7 +145,7 @@ def space_create(opts: RunOptions, title: str, description: str, as_json: bool) 
 
 @main.command()
 @click.option("--refresh", is_flag=True, help="Fetch it, cache it next to the config, stamp it.")
-@click.option("--json", "as_json", is_flag=True, help="The catalog as JSON on stdout.")
+@json_option
 @common_options
 def models(opts: RunOptions, refresh: bool, as_json: bool) -> None:
     """The model catalog: per-mode defaults, council pool, model families."""

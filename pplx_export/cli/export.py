@@ -1,42 +1,61 @@
-"""`pplx-export`: the archiver's command group. Commands are thin; the work lives in sync/."""
+"""`pplx-export`: the archiver's command group. Commands are thin; the work lives in sync/.
+
+Imports stay lazy (inside each command): `pplx-export --help` must not pay for the
+network stack, rich or the TOML round-trip library (see `cli/options.py`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
-from pplx_export import __version__
-from pplx_export.cli.options import PplxGroup, common_options, creates_config
+from pplx_export.cli.options import (
+    PplxGroup,
+    common_options,
+    creates_config,
+    group_settings,
+    json_option,
+    offline_options,
+    shared_options,
+    version_option,
+)
 from pplx_export.cli.output import emit_json, print_lines, report_run
 from pplx_export.cli.spaces import register as register_space_commands
-from pplx_export.context import RunOptions
-from pplx_export.models import MODES
-from pplx_export.sync.status import collect_status, print_status
 
 if TYPE_CHECKING:
+    from pplx_export.context import RunOptions
     from pplx_export.sync.batch import BatchSummary
     from pplx_export.sync.plan import Plan
 
+# Kept here (not imported from models) so `--help` need not import the data model.
+MODES = ("search", "deep-research", "computer", "council", "study")
 
-@click.group(cls=PplxGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="pplx-export")
+
+@click.group(cls=PplxGroup, context_settings=group_settings())
+@version_option("pplx-export")
 def main() -> None:
     """Archive your Perplexity library as Markdown + raw JSON, and keep it in sync."""
 
 
 @main.command()
-@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
-@common_options
+@json_option
+@shared_options(network=False, account=False, lang=False, writes=False)
 def status(opts: RunOptions, as_json: bool) -> None:
     """Zero network: index age, state counts, what the next batch would do, errors.
 
     -v lists the next batch, -vv adds error titles and done counts per mode, -vvv every thread.
     """
+    from datetime import UTC, datetime
+
+    from rich.console import Console
+
+    from pplx_export.archive.root import require_archive
+    from pplx_export.sync.status import collect_status, print_status
+
+    require_archive(opts.out)
     doc = collect_status(opts.out, opts.config, now=datetime.now(UTC), verbose=opts.verbose)
     if as_json:
         emit_json(doc)
@@ -54,20 +73,32 @@ def status(opts: RunOptions, as_json: bool) -> None:
     default=0,
     help="Worker processes. Default 0: one per CPU (at most 8), 64 threads or more each.",
 )
-@common_options
+@json_option
+@offline_options
 def re_render(
-    limit: int | None, dry_run: bool, changed_only: bool, jobs: int, opts: RunOptions
+    limit: int | None,
+    dry_run: bool,
+    changed_only: bool,
+    jobs: int,
+    as_json: bool,
+    opts: RunOptions,
 ) -> None:
-    """Rebuild every derived file from the raw files. Zero network."""
+    """Rebuild every derived file from the raw files. Zero network.
+
+    With --dry-run -v, each file that would be rewritten is named.
+    """
     from pplx_export.sync.rerender import run_rerender_command
 
     summary = run_rerender_command(
         opts, limit=limit, dry_run=dry_run, changed_only=changed_only, jobs=jobs
     )
+    if dry_run and opts.verbose and not as_json:
+        print_lines(summary.file_lines())
     report_run(
         summary.line(),
         [(str(opts.out / rel), reason) for rel, reason in summary.failures],
         quiet=opts.quiet,
+        doc=summary.to_json() if as_json else None,
         failed_message=(
             f"{summary.failed} of {summary.total} threads failed to re-render"
             if summary.failed
@@ -78,23 +109,28 @@ def re_render(
 
 @main.command()
 @click.option("--full", is_flag=True, help="Walk the whole library (sees deletions and moves).")
+@json_option
 @common_options
-def index(opts: RunOptions, full: bool) -> None:
+def index(opts: RunOptions, full: bool, as_json: bool) -> None:
     """Refresh index/library_<account>.json from the library listing."""
     from pplx_export.sync.batch import run_index
 
-    run_index(opts, full=full)
+    result = run_index(opts, full=full)
+    if as_json:
+        emit_json(result.to_json())
 
 
 @main.command()
 @click.argument("threads", nargs=-1, required=True)
 @click.option("--force", is_flag=True, help="Export even when lastUpdated is unchanged.")
+@json_option
 @common_options
-def export(opts: RunOptions, threads: tuple[str, ...], force: bool) -> None:
+def export(opts: RunOptions, threads: tuple[str, ...], force: bool, as_json: bool) -> None:
     """Export threads given as URLs (/search/<uuid>, /computer/tasks/<uuid>) or UUIDs."""
     from pplx_export.sync.batch import run_export
 
-    _report_batch(run_export(opts, list(threads), force=force), as_json=False, quiet=opts.quiet)
+    result = run_export(opts, list(threads), force=force)
+    _report_batch(result, as_json=as_json, quiet=opts.quiet)
 
 
 def _report_batch(result: BatchSummary | Plan, *, as_json: bool, quiet: bool) -> None:
@@ -130,7 +166,18 @@ def batch_options(func: Callable[..., Any]) -> Callable[..., Any]:
             click.option(
                 "--mode", type=click.Choice(MODES), default=None, help="Only threads of this mode."
             ),
-            click.option("--since", default=None, help="Only threads updated on/after DATE."),
+            click.option(
+                "--since",
+                metavar="DATE",
+                default=None,
+                help="Only threads updated on/after DATE (YYYY-MM-DD or ISO).",
+            ),
+            click.option(
+                "--until",
+                metavar="DATE",
+                default=None,
+                help="Only threads updated on/before DATE (a date: that whole day).",
+            ),
             click.option(
                 "--space",
                 default=None,
@@ -139,7 +186,7 @@ def batch_options(func: Callable[..., Any]) -> Callable[..., Any]:
                 "other members' threads included.",
             ),
             click.option("--dry-run", is_flag=True, help="Print the plan; fetch nothing."),
-            click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout."),
+            json_option,
         ]
     ):
         func = option(func)
@@ -167,19 +214,22 @@ def batch(opts: RunOptions, dry_run: bool, as_json: bool, **filters: Any) -> Non
     is_flag=True,
     help="Afterwards run `spaces --fetch-meta` and `sync-space` (--full does too).",
 )
+@json_option
 @common_options
-def sync(opts: RunOptions, full: bool, check_deleted: bool, refresh_spaces: bool) -> None:
+def sync(
+    opts: RunOptions, full: bool, check_deleted: bool, refresh_spaces: bool, as_json: bool
+) -> None:
     """The cron command: index, then batch (then the deletion check, if asked)."""
     from pplx_export.sync.batch import run_sync
 
     result = run_sync(opts, full=full, check_deleted=check_deleted, refresh_spaces=refresh_spaces)
-    _report_batch(result, as_json=False, quiet=opts.quiet)
+    _report_batch(result, as_json=as_json, quiet=opts.quiet)
 
 
 @main.command("sync-deleted")
 @click.option("--online", is_flag=True, help="Confirm each candidate and tombstone it.")
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N candidates.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@json_option
 @common_options
 def sync_deleted(opts: RunOptions, online: bool, limit: int | None, as_json: bool) -> None:
     """Find exported threads absent from every account's index; --online confirms them.
@@ -207,7 +257,7 @@ def sync_deleted(opts: RunOptions, online: bool, limit: int | None, as_json: boo
 
 @main.command("usage-backfill")
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N threads.")
-@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@json_option
 @common_options
 def usage_backfill(opts: RunOptions, limit: int | None, as_json: bool) -> None:
     """Credit usage per thread into index/credit_usage_<account>.json (every account).
@@ -236,7 +286,7 @@ def usage_backfill(opts: RunOptions, limit: int | None, as_json: bool) -> None:
 @click.option(
     "--limit", type=click.IntRange(min=0), default=None, help="At most N threads per phase."
 )
-@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@json_option
 @common_options
 def assets_backfill(
     opts: RunOptions, fetch_blocks: bool, online: bool, limit: int | None, as_json: bool
@@ -259,7 +309,7 @@ def assets_backfill(
 @main.command("search-mode-backfill")
 @click.option("--offline", is_flag=True, help="Local raw files only; zero requests.")
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N index rows.")
-@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@json_option
 @common_options
 def search_mode_backfill(opts: RunOptions, offline: bool, limit: int | None, as_json: bool) -> None:
     """Fill search_mode into index rows: from local raw files first, online as fallback."""
@@ -289,7 +339,7 @@ def search_mode_backfill(opts: RunOptions, offline: bool, limit: int | None, as_
 )
 @click.option("--bot-title", default="BOT", show_default=True, help="Title of the BOT space.")
 @click.option("--git", is_flag=True, help="Make the archive a git repository; auto_commit on.")
-@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@json_option
 @common_options
 @creates_config
 def init(
@@ -316,7 +366,7 @@ def init(
 @click.option("--time", "at", default="03:30", show_default=True, help="When to run (HH:MM).")
 @click.option("--systemd", is_flag=True, help="Also write a systemd user service + timer.")
 @click.option("--install", is_flag=True, help="Install it (crontab entry, or enable the timer).")
-@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@json_option
 @common_options
 def schedule(opts: RunOptions, at: str, systemd: bool, install: bool, as_json: bool) -> None:
     """Run `sync` every night: write index/cron_snippet.txt (or systemd units)."""
@@ -331,12 +381,24 @@ def schedule(opts: RunOptions, at: str, systemd: bool, install: bool, as_json: b
 
 @main.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
-@common_options
-def demo(opts: RunOptions, directory: Path | None) -> None:
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to write the demo archive (same as DIRECTORY; default ./pplx-demo-archive).",
+)
+@shared_options(network=False, account=False, config=False, out=False, writes=False)
+def demo(opts: RunOptions, directory: Path | None, out_dir: Path | None) -> None:
     """Export the bundled sample library through the local emulator (no account needed)."""
+    from pplx_export.archive.root import ensure_writable
     from pplx_export.sync.demo import DEFAULT_DEMO_DIR, run_demo
 
-    summary = run_demo(directory or DEFAULT_DEMO_DIR, lang=opts.lang, quiet=opts.quiet)
+    if directory and out_dir and directory.absolute() != out_dir.absolute():
+        raise click.UsageError("give the demo directory once: DIRECTORY or --out")
+    target = (directory or out_dir or DEFAULT_DEMO_DIR).absolute()
+    ensure_writable(target)
+    summary = run_demo(target, lang=opts.lang, quiet=opts.quiet, progress=opts.progress)
     if summary.batch is not None:
         _report_batch(summary.batch, as_json=False, quiet=opts.quiet)
     click.echo(summary.text())

@@ -1,25 +1,41 @@
-"""The shared options (product.md §4), declared once, and the group that maps errors to exits."""
+"""The shared options (product.md §4), declared once, and the group that maps errors to exits.
+
+Every command gets its options from `shared_options(...)` (or the two presets below), so a
+new command inherits the conventions for free: `--config/--account/--out`, the cookie
+sources (`--cookies-from-browser BROWSER[+KEYRING][:PROFILE]`, alias `--cookies-from`;
+`--cookies FILE`), `-v/-q`, `--no-progress`, `--log-file`, `--lang`; the one-line notice of
+degraded mode; the `-v` debug header; the check that the archive is writable before any
+request; and `--json` through `json_option`. A command lists only the options it uses:
+offline commands have no cookie options, commands that do not pick an account have no
+`--account`.
+
+Start-up matters (`pplx-export --help` runs often): this module and `cli/export.py` import
+click and nothing heavy at module level; each command imports its work when it runs.
+"""
 
 from __future__ import annotations
 
 import functools
-import logging
+import os
+import signal
+import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from pplx_export.config import load_config
-from pplx_export.context import RunOptions
-from pplx_export.errors import PplxError
-from pplx_export.logs import setup_logging
-from pplx_export.net.client import DEFAULT_BASE_URL
+from pplx_export.net.browsers import BROWSERS
 
-BROWSERS = ("chrome", "chromium", "edge", "firefox", "safari", "brave", "opera", "vivaldi")
+if TYPE_CHECKING:
+    from pplx_export.config import Config
+    from pplx_export.context import RunOptions
+    from pplx_export.models import Account
 
-log = logging.getLogger("pplx_export.cli")
+BROWSER_SPEC = "BROWSER[+KEYRING][:PROFILE]"
+EXIT_SIGTERM = 128 + 15
+
+LOGGER = "pplx_export.cli"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,102 +49,440 @@ def creates_config(func: F) -> F:
     return func
 
 
-def common_options(func: F) -> F:
-    """Add the shared options to a command and hand it a resolved `RunOptions` as `opts`."""
+# ------------------------------------------------------------------ option groups
 
-    @click.option(
-        "--config",
-        "config_path",
-        type=click.Path(dir_okay=False),
-        default=None,
-        help="Config file (else $PPLX_EXPORT_CONFIG, else the user config dir).",
-    )
-    @click.option("--account", default=None, help="Account name from the config.")
-    @click.option(
-        "--out",
-        type=click.Path(file_okay=False),
-        default=None,
-        help="Archive root (else config archive_root, else ./web_archive).",
-    )
-    @click.option(
-        "--cookies-from",
-        type=click.Choice(BROWSERS),
-        default=None,
-        help="Read cookies from this browser.",
-    )
-    @click.option(
-        "--cookies",
-        "cookies_file",
-        type=click.Path(dir_okay=False),
-        default=None,
-        help="Cookie file: Netscape format or JSON.",
-    )
-    @click.option("-v", "--verbose", count=True, help="More detail (repeatable).")
-    @click.option("-q", "--quiet", is_flag=True, help="Errors only; no progress.")
-    @click.option(
-        "--log-file",
-        is_flag=False,
-        flag_value="",
-        default=None,
-        help="Also log at DEBUG to PATH (default <archive>/index/logs/).",
-    )
-    @click.option(
-        "--lang",
-        type=click.Choice(["en", "zh"]),
-        default=None,
-        help="Labels in rendered Markdown (default: config render_language, en).",
-    )
-    @click.option("--base-url", envvar="PPLX_BASE_URL", default=DEFAULT_BASE_URL, hidden=True)
-    @functools.wraps(func)
-    def wrapper(
-        *args: Any,
-        config_path: str | None,
-        account: str | None,
-        out: str | None,
-        cookies_from: str | None,
-        cookies_file: str | None,
-        verbose: int,
-        quiet: bool,
-        log_file: str | None,
-        lang: str | None,
-        base_url: str,
-        **kwargs: Any,
-    ) -> Any:
-        cfg = load_config(config_path, missing_ok=getattr(func, CREATES_CONFIG, False))
-        root = cfg.archive_dir(out)
-        log_path: Path | None = None
-        if log_file is not None:
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-            log_path = Path(log_file) if log_file else root / "index" / "logs" / f"{stamp}.log"
-        setup_logging(verbose, quiet, log_path)
-        if cookies_from and cookies_file:
-            raise click.UsageError("--cookies-from and --cookies are mutually exclusive")
-        opts = RunOptions(
-            config=cfg,
-            account=cfg.account(account),
-            out=root,
-            lang=cfg.language(lang),
-            base_url=base_url.rstrip("/"),
-            cookies_from=cookies_from,
-            cookies_file=Path(cookies_file) if cookies_file else None,
-            verbose=verbose,
-            quiet=quiet,
+
+def json_option(func: F) -> F:
+    """`--json`: the command's report as one JSON document on stdout (as `as_json`)."""
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Report as one JSON document on stdout."
+    )(func)
+
+
+def _config_options() -> list[Callable[[F], F]]:
+    return [
+        click.option(
+            "--config",
+            "config_path",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Config file (else $PPLX_EXPORT_CONFIG, else the user config dir).",
         )
-        return func(*args, opts=opts, **kwargs)
+    ]
 
-    return wrapper  # type: ignore[return-value]
+
+def _account_options() -> list[Callable[[F], F]]:
+    return [click.option("--account", default=None, help="Account name from the config.")]
+
+
+def _out_options() -> list[Callable[[F], F]]:
+    return [
+        click.option(
+            "--out",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Archive root (else config archive_root, else ./web_archive).",
+        )
+    ]
+
+
+def _cookie_options() -> list[Callable[[F], F]]:
+    return [
+        click.option(
+            "--cookies-from-browser",
+            "--cookies-from",
+            "cookies_from",
+            metavar=BROWSER_SPEC,
+            default=None,
+            help=(
+                f"Read cookies from this browser ({', '.join(BROWSERS)}); "
+                "+KEYRING (basictext, gnomekeyring, kwallet) and :PROFILE (name or path) "
+                "are optional."
+            ),
+        ),
+        click.option(
+            "--cookies",
+            "cookies_file",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Cookie file: Netscape format or JSON.",
+        ),
+        click.option("--base-url", envvar="PPLX_BASE_URL", default=None, hidden=True),
+    ]
+
+
+def _output_options() -> list[Callable[[F], F]]:
+    return [
+        click.option("-v", "--verbose", count=True, help="More detail (repeatable)."),
+        click.option("-q", "--quiet", is_flag=True, help="Errors only; no progress."),
+        click.option("--no-progress", is_flag=True, help="No progress bar or progress lines."),
+        click.option(
+            "--log-file",
+            is_flag=False,
+            flag_value="",
+            default=None,
+            help="Also log at DEBUG to PATH (default <archive>/index/logs/), owner-only.",
+        ),
+    ]
+
+
+def _lang_options() -> list[Callable[[F], F]]:
+    return [
+        click.option(
+            "--lang",
+            type=click.Choice(["en", "zh"]),
+            default=None,
+            help="Labels in rendered Markdown (default: config render_language, en).",
+        )
+    ]
+
+
+def shared_options(
+    *,
+    network: bool = True,
+    account: bool | None = None,
+    config: bool = True,
+    lang: bool = True,
+    out: bool = True,
+    writes: bool = True,
+) -> Callable[[F], F]:
+    """The shared options a command uses, resolved into a `RunOptions` passed as `opts`.
+
+    `network`: the command signs in (cookie options, the hidden `--base-url`).
+    `account`: it works for one account (default: as `network`).
+    `config`: it reads the config file. `lang`: it renders Markdown. `out`: it works on
+    the archive (`--out`); a command with a directory of its own declares it itself.
+    `writes`: it writes into the archive, so the archive root is checked writable before
+    anything else happens (skipped for a `--dry-run`).
+    """
+    with_account = network if account is None else account
+    groups = _config_options() if config else []
+    groups += _account_options() if with_account else []
+    groups += _out_options() if out else []
+    groups += _cookie_options() if network else []
+    groups += _output_options()
+    groups += _lang_options() if lang else []
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            shared = {
+                key: kwargs.pop(key, None)
+                for key in (
+                    "config_path",
+                    "account",
+                    "out",
+                    "cookies_from",
+                    "cookies_file",
+                    "base_url",
+                    "verbose",
+                    "quiet",
+                    "no_progress",
+                    "log_file",
+                    "lang",
+                )
+            }
+            opts = resolve_run_options(
+                **shared,
+                check_writable=writes and not kwargs.get("dry_run"),
+                announce_degraded=config and not getattr(func, CREATES_CONFIG, False),
+                uses_account=with_account,
+                config_missing_ok=getattr(func, CREATES_CONFIG, False),
+            )
+            return func(*args, opts=opts, **kwargs)
+
+        command: Any = wrapper
+        for option in reversed(groups):
+            command = option(command)
+        return command  # type: ignore[no-any-return]
+
+    return decorate
+
+
+# Online commands (sign in, one account) and offline ones (read or rebuild the archive).
+common_options = shared_options()
+offline_options = shared_options(network=False)
+
+
+def resolve_run_options(
+    *,
+    config_path: str | None = None,
+    account: str | None = None,
+    out: str | None = None,
+    cookies_from: str | None = None,
+    cookies_file: str | None = None,
+    base_url: str | None = None,
+    verbose: int | None = 0,
+    quiet: bool | None = False,
+    no_progress: bool | None = False,
+    log_file: str | None = None,
+    lang: str | None = None,
+    check_writable: bool = False,
+    announce_degraded: bool = True,
+    uses_account: bool = True,
+    config_missing_ok: bool = False,
+) -> RunOptions:
+    """Flags -> config -> logging -> the run context; the notices every command shares."""
+    from datetime import UTC, datetime
+
+    from pplx_export.archive.root import ensure_writable
+    from pplx_export.config import load_config
+    from pplx_export.context import RunOptions
+    from pplx_export.logs import setup_logging
+    from pplx_export.net.browsers import parse_browser_spec
+
+    verbose = verbose or 0
+    quiet = bool(quiet)
+    cfg = load_config(config_path, missing_ok=config_missing_ok)
+    root = cfg.archive_dir(out)
+    log_path: Path | None = None
+    if log_file is not None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        log_path = Path(log_file) if log_file else root / "index" / "logs" / f"{stamp}.log"
+    if check_writable:
+        ensure_writable(root)
+    setup_logging(verbose, quiet, log_path)
+    log = _log()
+    if cookies_from and cookies_file:
+        raise click.UsageError("--cookies-from-browser and --cookies are mutually exclusive")
+    if cookies_from:
+        try:
+            parse_browser_spec(cookies_from)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--cookies-from-browser") from None
+    opts = RunOptions(
+        config=cfg,
+        account=_account(cfg, account, uses_account),
+        out=root,
+        lang=cfg.language(lang),
+        cookies_from=cookies_from,
+        cookies_file=Path(cookies_file).absolute() if cookies_file else None,
+        verbose=verbose,
+        quiet=quiet,
+        progress=not no_progress,
+    )
+    if base_url:
+        opts.base_url = base_url.rstrip("/")
+    if verbose:
+        for line in debug_header(opts):
+            log.debug("%s", line)
+    if cfg.degraded and announce_degraded:
+        log.warning(
+            "no config file at %s: degraded mode (account %r; whose session the cookies "
+            "hold is not checked)",
+            cfg.path,
+            opts.account.name,
+        )
+    return opts
+
+
+def _account(cfg: Config, name: str | None, uses_account: bool) -> Account:
+    """The account a command works for. A command without `--account` (status, re-render)
+    works on every account: a config it could not pick one from is no error there."""
+    from pplx_export.errors import ConfigError
+    from pplx_export.models import Account
+
+    try:
+        return cfg.account(name)
+    except ConfigError:
+        if uses_account:
+            raise
+        return Account(name="", display_name="")
+
+
+# ------------------------------------------------------------------ where things are
+
+
+def versions() -> list[tuple[str, str]]:
+    """(name, version) of the tool, Python and the dependencies that shape its behaviour."""
+    import platform
+    from importlib import metadata
+
+    from pplx_export import __version__
+
+    out = [("pplx-export", __version__), ("Python", platform.python_version())]
+    for dist in ("click", "httpx", "rich", "tomlkit", "browser-cookie3", "platformdirs"):
+        try:
+            out.append((dist, metadata.version(dist)))
+        except metadata.PackageNotFoundError:
+            out.append((dist, "missing"))
+    return out
+
+
+def version_text(prog: str) -> str:
+    parts = versions()
+    head = f"{prog} {parts[0][1]}"
+    return head + "\n" + ", ".join(f"{name} {ver}" for name, ver in parts[1:])
+
+
+def debug_header(opts: RunOptions) -> list[str]:
+    """The `-v` header, as yt-dlp prints one: what runs, where, with which inputs."""
+    import platform
+
+    cfg = opts.config
+    if opts.cookies_from:
+        cookies = f"browser {opts.cookies_from}"
+    elif opts.cookies_file:
+        cookies = f"file {opts.cookies_file}"
+    else:
+        cookies = "cache, then installed browsers"
+    return [
+        ", ".join(f"{name} {ver}" for name, ver in versions()),
+        f"OS {platform.platform()}",
+        f"config {cfg.path}" + ("" if cfg.exists else " (not found: degraded mode)"),
+        f"archive root {opts.out}",
+        f"account {opts.account.name or '(all)'}, cookies from {cookies}",
+    ]
+
+
+def where_text() -> str:
+    """The help epilog: the config file and archive root a bare command would use.
+
+    Light on purpose (runs for every `--help`): the stdlib TOML reader, not the config
+    loader, and no validation; a broken config is reported when a command runs.
+    """
+    try:
+        from pplx_export.config import peek_locations
+
+        config, exists, root = peek_locations()
+    except Exception as exc:  # help must always print
+        return f"Config: unreadable ({type(exc).__name__})"
+    state = "" if exists else " (not found: degraded mode)"
+    where = " (relative to the current directory)" if not os.path.isabs(root) else ""
+    return f"Config: {config}{state}\n\nArchive: {root}{where}"
+
+
+class PplxCommand(click.Command):
+    """A command whose help ends with where the config and the archive are."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        _where_epilog(formatter)
+
+
+def _where_epilog(formatter: click.HelpFormatter) -> None:
+    formatter.write_paragraph()
+    with formatter.indentation():
+        for line in where_text().split("\n\n"):
+            formatter.write_text(line)
+
+
+# ------------------------------------------------------------------ the group
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, delivered as Ctrl-C so every run saves its state the same way."""
+
+
+_terminated: list[bool] = []
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    if os.getpid() != _main_pid[0]:
+        # A forked worker (re-render's pool) ends the default way; the parent reports.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    _terminated.append(True)
+    raise Terminated
+
+
+_main_pid = [0]
+
+
+def install_sigterm_handler() -> None:
+    """Handle SIGTERM like Ctrl-C (state saved, a message), exiting 143 instead of 130."""
+    if sys.platform == "win32":  # pragma: no cover
+        return
+    _main_pid[0] = os.getpid()
+    _terminated.clear()
+    signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 class PplxGroup(click.Group):
-    """A click group that turns our exception tree into exit codes, once, at the edge."""
+    """A click group that turns our exception tree into exit codes, once, at the edge.
+
+    No traceback reaches a user: an OS error is one `error:` line naming what failed and
+    where (exit 1), anything unexpected too; `-v` adds the traceback through the log.
+    """
+
+    command_class = PplxCommand
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        _where_epilog(formatter)
 
     def invoke(self, ctx: click.Context) -> Any:
+        from pplx_export.errors import Interrupted, PplxError
+
+        install_sigterm_handler()
         try:
             return super().invoke(ctx)
+        except (Interrupted, KeyboardInterrupt) as exc:
+            text = str(exc) if isinstance(exc, Interrupted) else ""
+            if _terminated:
+                click.echo(f"terminated (SIGTERM){'; ' + _tail(text) if text else ''}", err=True)
+                ctx.exit(EXIT_SIGTERM)
+            click.echo(text or "interrupted", err=True)
+            ctx.exit(130)
         except PplxError as exc:
             click.echo(f"error: {exc}", err=True)
             ctx.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            ctx.exit(130)
+        except OSError as exc:
+            _log().debug("traceback", exc_info=True)
+            click.echo(f"error: {_os_error_text(exc)}", err=True)
+            ctx.exit(1)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:
+            _log().debug("traceback", exc_info=True)
+            click.echo(
+                f"error: internal error: {type(exc).__name__}: {exc} (run with -v for details)",
+                err=True,
+            )
+            ctx.exit(1)
         return None
+
+
+def _log() -> Any:
+    import logging  # not at module level: `--help` never logs
+
+    return logging.getLogger(LOGGER)
+
+
+def _tail(text: str) -> str:
+    """`interrupted; state saved, ...` -> `state saved, ...` (the head is said already)."""
+    head, sep, rest = text.partition("; ")
+    return rest if sep and head == "interrupted" else text
+
+
+def _os_error_text(exc: OSError) -> str:
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    where = exc.filename
+    if where is None:
+        return reason
+    target = f" -> {exc.filename2}" if exc.filename2 else ""
+    return f"{reason}: {os.fspath(where)}{target}"
+
+
+def version_option(prog: str) -> Callable[[F], F]:
+    """`--version`: the tool's, Python's and the key dependencies' versions."""
+
+    def show(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+        if not value or ctx.resilient_parsing:
+            return
+        click.echo(version_text(prog))
+        ctx.exit(0)
+
+    return click.option(
+        "--version",
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=show,
+        help="Show the version (and Python's and the dependencies') and exit.",
+    )
+
+
+def group_settings() -> dict[str, Any]:
+    return {"help_option_names": ["-h", "--help"]}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -11,6 +10,8 @@ from pplx_export.errors import ThreadsFailed
 
 def emit_json(doc: Any) -> None:
     """Machine output: one JSON document on stdout."""
+    import json
+
     sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
     sys.stdout.flush()
 

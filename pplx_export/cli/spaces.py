@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from pplx_export.cli.options import common_options
+from pplx_export.cli.options import common_options, json_option, offline_options
 from pplx_export.cli.output import report_run
 from pplx_export.context import RunOptions
 
@@ -20,7 +20,7 @@ from pplx_export.context import RunOptions
     help="First fetch each space's owner and members into index/space_meta.json (online; "
     "a denied space is retried with the other configured accounts).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@json_option
 @common_options
 def spaces(opts: RunOptions, fetch_meta: bool, as_json: bool) -> None:
     """Write spaces/<slug>.md per space, spaces/index.md and spaces/spaces.json.
@@ -36,7 +36,7 @@ def spaces(opts: RunOptions, fetch_meta: bool, as_json: bool) -> None:
 
 @click.command("space-index")
 @click.argument("space")
-@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@json_option
 @common_options
 def space_index(opts: RunOptions, space: str, as_json: bool) -> None:
     """List a space's threads (every member's) into index/space_<slug>.json.
@@ -51,8 +51,8 @@ def space_index(opts: RunOptions, space: str, as_json: bool) -> None:
 
 
 @click.command("sync-space")
-@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
-@common_options
+@json_option
+@offline_options
 def sync_space(opts: RunOptions, as_json: bool) -> None:
     """Zero network: patch thread.json space fields from the indexes (threads that moved).
 
@@ -72,8 +72,8 @@ def sync_space(opts: RunOptions, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
-@common_options
+@json_option
+@offline_options
 def relations(opts: RunOptions, as_json: bool) -> None:
     """Zero network: rebuild relations/edges.jsonl and relations/graph.md.
 

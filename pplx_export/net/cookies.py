@@ -1,10 +1,12 @@
 """Where the session cookies come from (protocol.md §1.3).
 
-Resolution chain: `--cookies-from BROWSER` -> `--cookies FILE` -> the fresh cache (12 h, in
-the user cache dir, one file per archive root; never inside the archive, which users back up,
-copy and push) -> auto-detected browsers. An explicit source is the only
-one tried; otherwise the cache and then each browser are candidates in turn (the session layer
-moves on when one fails to authenticate).
+Resolution chain: `--cookies-from-browser BROWSER[+KEYRING][:PROFILE]` (`net/browsers.py`)
+-> `--cookies FILE` -> the fresh cache (12 h, in the user cache dir, one file per archive
+root; never inside the archive, which users back up, copy and push) -> auto-detected
+browsers. An explicit source is the only one tried; otherwise the cache and then each browser
+are candidates in turn (the session layer moves on when one fails to authenticate). Cookies
+that signed in, from a browser or a file, are cached: a cron job started without `--cookies`
+finds them for 12 h.
 
 Only cookies of `perplexity.ai` and its subdomains are kept (suffix match, never substring:
 `evilperplexity.ai` is rejected). Messages name sources, browsers, profiles and cookie *names*;
@@ -24,6 +26,12 @@ from typing import Any
 import platformdirs
 
 from pplx_export.errors import AuthError, ConfigError
+from pplx_export.net.browsers import (
+    BrowserSpec,
+    find_profile_cookies,
+    only_keyring,
+    parse_browser_spec,
+)
 from pplx_export.util.atomic import atomic_write_bytes, atomic_write_text
 
 log = logging.getLogger("pplx_export.net")
@@ -37,7 +45,6 @@ APP_NAME = "pplx-export"
 LEGACY_CACHE_NAME = ".cookies.json"
 CACHE_MAX_AGE_S = 12 * 3600
 AUTO_BROWSERS = ("edge", "chrome", "firefox", "safari", "chromium", "brave", "opera", "vivaldi")
-BROWSERS = ("chrome", "chromium", "edge", "firefox", "safari", "brave", "opera", "vivaldi")
 
 
 @dataclass(frozen=True)
@@ -175,12 +182,17 @@ def load_cookie_file(path: Path) -> CookieSet:
 BrowserLoader = Callable[[str], tuple[list[RawCookie], str]]
 
 
-def browser_cookie3_loader(browser: str) -> tuple[list[RawCookie], str]:
+def browser_cookie3_loader(
+    browser: str, spec: BrowserSpec | None = None
+) -> tuple[list[RawCookie], str]:
     """Read perplexity.ai cookies from an installed browser with browser-cookie3.
 
     Returns the cookies and where they came from (the cookie database path, best effort).
+    `spec` picks a profile and a keyring (`--cookies-from-browser chrome+kwallet:Work`).
     """
     import browser_cookie3  # imported lazily: it probes keyrings and D-Bus at import time
+
+    spec = spec or BrowserSpec(browser)
 
     classes = {
         "chrome": browser_cookie3.Chrome,
@@ -192,19 +204,29 @@ def browser_cookie3_loader(browser: str) -> tuple[list[RawCookie], str]:
         "opera": browser_cookie3.Opera,
         "vivaldi": browser_cookie3.Vivaldi,
     }
-    reader = classes[browser](domain_name=DOMAIN)
-    where = str(getattr(reader, "cookie_file", "") or "")
-    jar = reader.load()
+    cookie_file = str(find_profile_cookies(spec)) if spec.profile else None
+    with only_keyring(browser_cookie3, spec.keyring):
+        reader = classes[browser](cookie_file=cookie_file, domain_name=DOMAIN)
+        where = str(getattr(reader, "cookie_file", "") or "")
+        jar = reader.load()
     return [RawCookie(c.name, c.value or "", c.domain) for c in jar], where
 
 
 def load_browser(browser: str, loader: BrowserLoader | None = None) -> CookieSet:
-    """Cookies from one browser, or AuthError saying what went wrong (never a value)."""
-    if browser not in BROWSERS:
-        raise ConfigError(f"unknown browser {browser!r} (known: {', '.join(BROWSERS)})")
-    read = loader or browser_cookie3_loader
+    """Cookies from one browser (a `BROWSER[+KEYRING][:PROFILE]` spec), or AuthError saying
+    what went wrong (never a value). A custom `loader` gets the browser name only."""
     try:
-        raw, where = read(browser)
+        spec = parse_browser_spec(browser)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    browser = spec.browser
+    try:
+        if loader is not None:
+            raw, where = loader(browser)
+        elif spec.profile or spec.keyring:
+            raw, where = browser_cookie3_loader(browser, spec)
+        else:
+            raw, where = browser_cookie3_loader(browser)
     # browser-cookie3 raises whatever its backends raise (sqlite3, keyring, D-Bus, OSError,
     # its own BrowserCookieError); each is reported by type and message, none is swallowed.
     except Exception as exc:
@@ -305,7 +327,7 @@ class CookieSource:
     label: str
     load: Callable[[], CookieSet]
     explicit: bool = False
-    cacheable: bool = False  # browser reads are cached; files and the cache itself are not
+    cacheable: bool = False  # browser and file reads are cached; the cache itself is not
 
 
 def cookie_sources(
@@ -324,7 +346,9 @@ def cookie_sources(
         )
         return
     if cookie_file is not None:
-        yield CookieSource(f"file:{cookie_file}", lambda: load_cookie_file(cookie_file), True)
+        yield CookieSource(
+            f"file:{cookie_file}", lambda: load_cookie_file(cookie_file), True, cacheable=True
+        )
         return
 
     def cached() -> CookieSet:

@@ -73,6 +73,9 @@ def build_registry(turns: list[Any], appendix: list[Any]) -> list[Interruption]:
     return out
 
 
+WORKFLOW_NOTE = "non-completed workflow"
+
+
 def workflow_warnings(main_entries: list[Any], bg_entries: list[Any]) -> list[str]:
     """One line per non-completed workflow block of an entry or background entry."""
     lines = []
@@ -84,5 +87,5 @@ def workflow_warnings(main_entries: list[Any], bg_entries: list[Any]) -> list[st
                 kind = classify(status, as_str(entry.get("locked_reason")))
                 if wf and _is_interrupted(kind):
                     uuid8 = as_str(entry.get("uuid"))[:8]
-                    lines.append(f"non-completed workflow {label}:{uuid8}: {status} ({kind})")
+                    lines.append(f"{WORKFLOW_NOTE} {label}:{uuid8}: {status} ({kind})")
     return lines

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pplx_export.archive.library_index import INDEX_DIR, load_index
 from pplx_export.archive.lock import archive_lock
+from pplx_export.archive.raw_check import find_damaged
 from pplx_export.archive.state import ERROR_MAX, BatchState
 from pplx_export.archive.sweep import sweep_archive, sweep_temp_files
 from pplx_export.context import RunOptions
@@ -42,8 +43,8 @@ from pplx_export.sync.export import (
     unchanged_since_export,
 )
 from pplx_export.sync.index import IndexResult, update_library_index
-from pplx_export.sync.plan import Plan, PlanItem, make_plan, parse_since
-from pplx_export.sync.progress import progress_reporter
+from pplx_export.sync.plan import Plan, PlanItem, make_plan, parse_since, parse_until
+from pplx_export.sync.progress import Reporter, progress_reporter
 from pplx_export.sync.space_index import space_rows
 
 if TYPE_CHECKING:
@@ -88,14 +89,24 @@ class BatchSummary:
             doc["deleted_check"] = self.deleted_check
         return doc
 
-    def line(self) -> str:
-        line = (
-            f"batch: {self.ok} ok, {self.skipped} skipped, {self.failed} failed, "
-            f"{self.expired} expired, {self.deleted} deleted, {self.early_stopped} early-stopped, "
-            f"{self.variant_hits} answer-variant hits, {self.requests} requests, "
-            f"{self.elapsed:.1f}s"
-        )
-        return f"{line}\n{self.deleted_check_line}" if self.deleted_check_line else line
+    def line(self, width: int = 80) -> str:
+        """The summary, non-zero counts only, wrapped to `width` columns (then the deletion
+        check's own line, when `sync` ran one)."""
+        import textwrap
+
+        counts = [
+            (self.ok, "ok"),
+            (self.skipped, "skipped"),
+            (self.failed, "failed"),
+            (self.expired, "expired"),
+            (self.deleted, "deleted"),
+            (self.early_stopped, "early-stopped"),
+            (self.variant_hits, "answer-variant hits"),
+        ]
+        parts = [f"{n} {label}" for n, label in counts if n] or ["nothing to do"]
+        text = f"batch: {', '.join(parts)}; {self.requests} requests, {self.elapsed:.1f}s"
+        wrapped = "\n".join(textwrap.wrap(text, width, subsequent_indent="  "))
+        return f"{wrapped}\n{self.deleted_check_line}" if self.deleted_check_line else wrapped
 
 
 def _sweep_index(opts: RunOptions) -> None:
@@ -120,24 +131,44 @@ def _now() -> datetime:
 
 
 def run_index(opts: RunOptions, *, full: bool, api: PerplexityAPI | None = None) -> IndexResult:
-    """Refresh `index/library_<account>.json` from the library listing."""
+    """Refresh `index/library_<account>.json` from the library listing.
+
+    The listing can take minutes (one paced request per page), so it shows a row counter
+    on a terminal and periodic lines elsewhere; a full listing estimates its end from the
+    size of the last index.
+    """
     own = api is None
     api = api or open_session(opts)
     try:
         with _locked(opts):
             _sweep_index(opts)
-            result = update_library_index(
-                opts.out,
-                opts.account.name,
-                api.iter_library(),
-                full=full,
-                now=_now(),
-                config=opts.config if opts.config.exists else None,
-            )
+            known = len(load_index(opts.out, opts.account.name, repair=False).threads)
+            with progress_reporter(
+                "index",
+                quiet=opts.quiet,
+                enabled=opts.progress,
+                unit="rows",
+                expected=known if full and known else None,
+            ) as bar:
+                result = update_library_index(
+                    opts.out,
+                    opts.account.name,
+                    _counted(api.iter_library(), bar),
+                    full=full,
+                    now=_now(),
+                    config=opts.config if opts.config.exists else None,
+                )
     finally:
         if own:
             api.close()
     return result
+
+
+def _counted(rows: Iterator[JSON], bar: Reporter) -> Iterator[JSON]:
+    """The listing's rows, each one advancing the progress reporter as it arrives."""
+    for row in rows:
+        bar.advance()
+        yield row
 
 
 @dataclass
@@ -166,11 +197,15 @@ def _export_item(
     try:
         directory = exporter.export(uuid, item.row, url)
     except EntryDeleted as exc:
-        state.mark_deleted(uuid, note=exc.reason[:ERROR_MAX])
+        state.mark_deleted(
+            uuid, note=exc.reason[:ERROR_MAX], last_updated=item.last_updated, title=item.title
+        )
         summary.deleted += 1
         log.warning("thread %s (%s) was deleted on Perplexity", uuid, item.title)
     except EntryExpired as exc:
-        state.mark_expired(uuid, note=exc.reason[:ERROR_MAX])
+        state.mark_expired(
+            uuid, note=exc.reason[:ERROR_MAX], last_updated=item.last_updated, title=item.title
+        )
         summary.expired += 1
         log.warning("thread %s (%s) expired on Perplexity", uuid, item.title)
     except (ApiError, SchemaError, ArchiveError, OSError) as exc:
@@ -226,6 +261,7 @@ class BatchFilters:
     mode: str | None = None
     since: str | None = None
     space: str | None = None  # plan over this space's listing instead of the library
+    until: str | None = None
 
 
 def plan_batch(opts: RunOptions, filters: BatchFilters) -> tuple[Plan, BatchState]:
@@ -243,14 +279,25 @@ def plan_batch(opts: RunOptions, filters: BatchFilters) -> tuple[Plan, BatchStat
         since = parse_since(filters.since) if filters.since else None
     except ValueError as exc:
         raise UsageError(f"--since: {exc}") from None
+    try:
+        until = parse_until(filters.until) if filters.until else None
+    except ValueError as exc:
+        raise UsageError(f"--until: {exc}") from None
+    if since is not None and until is not None and until <= since:
+        raise UsageError(f"--until {filters.until} is before --since {filters.since}")
+    damaged = find_damaged(opts.out, state.threads)
+    for uuid, (rel, reason) in damaged.items():
+        log.warning("thread %s (%s): %s; fetching it again", uuid, rel, reason)
     plan = make_plan(
         rows,
         state.threads,
+        damaged=damaged,
         full=filters.full,
         force=filters.force,
         limit=filters.limit,
         mode=filters.mode,
         since=since,
+        until=filters.until,
     )
     return plan, state
 
@@ -300,7 +347,7 @@ def _run_items(
     exporter = _exporter(opts, api, state)
     streaks = Streaks()
     try:
-        with progress_reporter("batch", quiet=opts.quiet) as bar:
+        with progress_reporter("batch", quiet=opts.quiet, enabled=opts.progress) as bar:
             bar.set_total(len(work))
             for item, url in work:
                 _export_item(exporter, item, summary, streaks, url)
@@ -359,10 +406,13 @@ def _export_refs(
     summary: BatchSummary,
 ) -> None:
     state = BatchState.load(opts.out)
+    damaged = {} if force else find_damaged(opts.out, _records(state, targets))
     work: list[tuple[PlanItem, str]] = []
     for uuid, url in targets:
         row = rows.get(uuid)
-        if not force and unchanged_since_export(state, uuid, row):
+        if uuid in damaged:
+            log.warning("thread %s: %s; fetching it again", uuid, damaged[uuid][1])
+        elif not force and unchanged_since_export(state, uuid, row):
             summary.skipped += 1
             log.info("thread %s unchanged since its export (use --force)", uuid)
             continue
@@ -371,6 +421,11 @@ def _export_refs(
         work.append((PlanItem(uuid, title, last_updated, "new", "", row or {}), url))
     if work:
         _run_items(opts, api, state, work, summary)
+
+
+def _records(state: BatchState, targets: list[tuple[str, str]]) -> dict[str, Any]:
+    """The state records of the threads named on the command line."""
+    return {uuid: record for uuid, _url in targets if (record := state.get(uuid)) is not None}
 
 
 def run_sync(

@@ -70,7 +70,9 @@ class DemoSummary:
         return "\n".join(lines)
 
 
-def run_demo(directory: Path, *, lang: str = "en", quiet: bool = False) -> DemoSummary:
+def run_demo(
+    directory: Path, *, lang: str = "en", quiet: bool = False, progress: bool = True
+) -> DemoSummary:
     """Export the bundled sample library into `directory` through the emulator."""
     started = time.monotonic()
     directory.mkdir(parents=True, exist_ok=True)
@@ -103,6 +105,7 @@ def run_demo(directory: Path, *, lang: str = "en", quiet: bool = False) -> DemoS
             base_url=emu.base_url,
             cookies_file=cookies,
             quiet=quiet,
+            progress=progress,
         )
         with open_session(opts) as api:
             run_index(opts, full=True, api=api)

@@ -22,6 +22,7 @@ from pplx_export.archive.writer import prepare_thread_dir
 from pplx_export.errors import SchemaError, UsageError
 from pplx_export.models import Account
 from pplx_export.parse import needs_blocks
+from pplx_export.parse.interruptions import WORKFLOW_NOTE
 from pplx_export.parse.last_updated import same_last_updated
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.thread import IncompleteThread
@@ -93,8 +94,7 @@ class Exporter:
             export_via=self.account.name,
             exported_at=format_utc(now),
         )
-        for warning in conv.warnings:
-            log.info("thread %s: %s", web_uuid[:8], warning)
+        _log_parse_notes(web_uuid, conv.warnings)
         folder = self.folder_for(conv.author)
         directory, _merged = prepare_thread_dir(self.root, conv, folder, dry_run=False)
         sweep_temp_files(directory)
@@ -136,6 +136,15 @@ class Exporter:
         except IncompleteThread as exc:
             log.warning("thread %s: %s; kept what it gave, flagged", web_uuid, exc)
             return _require_entries(exc.partial, web_uuid, "schematized"), f"incomplete: {exc}"
+
+
+def _log_parse_notes(web_uuid: str, notes: list[str]) -> None:
+    """The parser's notes, once each. A workflow that did not complete (interrupted,
+    canceled, awaiting input) is routine and recorded in thread.json, so it shows at -v
+    only; anything else the parser had to work around is shown."""
+    for note in dict.fromkeys(notes):
+        level = logging.DEBUG if note.startswith(WORKFLOW_NOTE) else logging.INFO
+        log.log(level, "thread %s: %s", web_uuid[:8], note)
 
 
 def _require_entries(doc: dict[str, Any], web_uuid: str, flavor: str) -> dict[str, Any]:

@@ -47,6 +47,29 @@ class IndexResult:
     full: bool = False
     written: bool = False  # set by update_library_index when the file changed
     full_reminder: bool = False  # set by update_library_index (see record_index_run)
+    account: str = ""  # set by update_library_index
+
+    def line(self) -> str:
+        """The one-line report (also logged when the refresh ends)."""
+        return (
+            f"index {self.account}: {self.fetched} rows fetched, {self.new} new, "
+            f"{self.updated} updated{', early stop' if self.early_stopped else ''}"
+            f"{f', {self.removed} gone' if self.full else ''}; {len(self.rows)} threads"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "account": self.account,
+            "full": self.full,
+            "fetched": self.fetched,
+            "new": self.new,
+            "updated": self.updated,
+            "removed": self.removed,
+            "early_stopped": self.early_stopped,
+            "threads": len(self.rows),
+            "written": self.written,
+            "full_index_due": self.full_reminder,
+        }
 
 
 def refresh_index(
@@ -176,16 +199,8 @@ def update_library_index(
     old = load_index(root, account)
     result = refresh_index(fetched, old.threads, full=full)
     result.written = save_index(root, account, result.rows)
-    log.info(
-        "index %s: %d rows fetched, %d new, %d updated%s%s; %d threads",
-        account,
-        result.fetched,
-        result.new,
-        result.updated,
-        ", early stop" if result.early_stopped else "",
-        f", {result.removed} gone" if full else "",
-        len(result.rows),
-    )
+    result.account = account
+    log.info("%s", result.line())
     if config is not None:
         result.full_reminder = record_index_run(config, account, full=full, now=now)
     return result

@@ -15,9 +15,9 @@ batch need not walk. Failed threads sit above that suffix and are retried.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pplx_export.parse.last_updated import normalize_last_updated, same_last_updated
@@ -34,6 +34,7 @@ __all__ = [
     "make_plan",
     "normalize_last_updated",
     "parse_since",
+    "parse_until",
     "plan_to_json",
     "row_matches_mode",
 ]
@@ -54,6 +55,14 @@ def parse_since(value: str | datetime) -> datetime:
     if parsed is None:
         raise ValueError(f"not a date: {value!r} (expected YYYY-MM-DD or an ISO datetime)")
     return parsed
+
+
+def parse_until(value: str | datetime) -> datetime:
+    """`--until DATE`: the first instant after it (rows at or past it are left out). A bare
+    date includes that whole day (the next midnight UTC). ValueError when unreadable."""
+    if isinstance(value, str) and len(value.strip()) == 10:
+        return parse_since(value) + timedelta(days=1)
+    return parse_since(value) + timedelta(microseconds=1)  # "on or before" that instant
 
 
 @dataclass(frozen=True)
@@ -106,12 +115,16 @@ class Plan:
         return plan_to_json(self)
 
 
-def _classify(record: Mapping[str, Any] | None, last_updated: str, force: bool) -> str:
+def _classify(
+    record: Mapping[str, Any] | None, last_updated: str, force: bool, damaged: bool = False
+) -> str:
     if record is None:
         return "new"
     status = as_str(record.get("status"))
     if status in TERMINAL_STATUSES:
         return status
+    if damaged:
+        return "updated"  # its raw files do not parse: only a fetch repairs them
     if status == "ok" and not force and same_last_updated(record.get("lastUpdated"), last_updated):
         return "done"
     return "updated"
@@ -126,13 +139,19 @@ def make_plan(
     limit: int | None = None,
     mode: str | None = None,
     since: str | datetime | None = None,
+    until: str | datetime | None = None,
+    damaged: Container[str] = frozenset(),
 ) -> Plan:
     """Classify index rows against the batch state (`{web_uuid: record}`) into a plan.
+
+    `damaged` names exported threads whose raw files do not parse
+    (`archive.raw_check`): they are `updated`, whatever their `lastUpdated` says.
 
     Filters (`mode`, `since`) apply first, then the newest-first sort, the classification,
     the trailing early stop (unless `full`/`force`), and last `limit` on the work items.
     """
     since_at = parse_since(since) if since is not None else None
+    until_at = parse_until(until) if until is not None else None
     kept: list[Mapping[str, Any]] = []
     skipped: list[str] = []
     filtered_out = 0
@@ -146,9 +165,13 @@ def make_plan(
         if mode is not None and not row_matches_mode(row, mode):
             filtered_out += 1
             continue
-        if since_at is not None:
+        if since_at is not None or until_at is not None:
             at = parse_time(row.get("lastUpdated"))
-            if at is None or at < since_at:
+            if (
+                at is None
+                or (since_at is not None and at < since_at)
+                or (until_at is not None and at >= until_at)
+            ):
                 filtered_out += 1
                 continue
         kept.append(row)
@@ -170,7 +193,7 @@ def make_plan(
                 uuid=uuid,
                 title=as_str(row.get("title")),
                 last_updated=last_updated,
-                kind=_classify(record, last_updated, force),
+                kind=_classify(record, last_updated, force, uuid in damaged),
                 previous=as_str(record.get("status")) if record is not None else "",
                 row=row,
             )

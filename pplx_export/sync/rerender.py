@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +56,8 @@ class RerenderSummary:
     failures: list[tuple[str, str]] = field(default_factory=list)
     elapsed: float = 0.0
     dry_run: bool = False
+    # Dry run: (path relative to the archive root, "write" | "remove") per file.
+    would_change: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, o: ThreadOutcome) -> None:
         self.total += 1
@@ -65,6 +68,31 @@ class RerenderSummary:
         self.variant_hits += len(o.variant_hits)
         if o.status == "failed":
             self.failures.append((o.rel, o.error))
+        self.would_change += [(f"{o.rel}/{name}", "write") for name in o.would_write]
+        self.would_change += [(f"{o.rel}/{name}", "remove") for name in o.would_remove]
+
+    def file_lines(self) -> list[str]:
+        """`re-render --dry-run -v`: one line per file that would be rewritten or removed."""
+        return [f"  would {verb:6} {path}" for path, verb in self.would_change]
+
+    def to_json(self) -> JSON:
+        doc: JSON = {
+            "dry_run": self.dry_run,
+            "threads": self.total,
+            "written": self.written,
+            "unchanged": self.unchanged,
+            "skipped": self.skipped,
+            "failed": self.failed,
+            "files_written": self.files_written,
+            "files_removed": self.files_removed,
+            "redacted_tokens": self.redacted_tokens,
+            "answer_variant_hits": self.variant_hits,
+            "elapsed_s": round(self.elapsed, 3),
+            "failures": [{"dir": rel, "reason": reason} for rel, reason in self.failures],
+        }
+        if self.dry_run:
+            doc["would_change"] = [{"path": p, "action": a} for p, a in self.would_change]
+        return doc
 
     def line(self) -> str:
         verb = "would rewrite" if self.dry_run else "rewritten"
@@ -79,7 +107,8 @@ class RerenderSummary:
             parts.append(f"{self.redacted_tokens} write tokens redacted")
         if self.variant_hits:
             parts.append(f"{self.variant_hits} answer-variant hits")
-        return "re-render: " + ", ".join(parts) + f" in {self.elapsed:.1f}s"
+        text = "re-render: " + ", ".join(parts) + f" in {self.elapsed:.1f}s"
+        return "\n".join(textwrap.wrap(text, 80, subsequent_indent="  "))
 
 
 def rerender(
@@ -163,7 +192,12 @@ def run_rerender_command(
         raise UsageError(f"archive root not found: {opts.out}")
     lock = contextlib.nullcontext() if dry_run else archive_lock(opts.out)
     # No refresh thread: the workers are forked (see progress_reporter).
-    with lock, progress_reporter("re-render", quiet=opts.quiet, refresh_thread=False) as bar:
+    with (
+        lock,
+        progress_reporter(
+            "re-render", quiet=opts.quiet, enabled=opts.progress, refresh_thread=False
+        ) as bar,
+    ):
         summary = rerender(
             opts.out,
             lang=opts.lang,

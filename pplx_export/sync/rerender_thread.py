@@ -45,6 +45,9 @@ class ThreadOutcome:
     variant_hits: list[JSON] = field(default_factory=list)
     fingerprint: JSON | None = None  # the new render_state record, when it changed
     disk_full: str = ""  # the file a full disk refused: the whole run stops (see rerender)
+    # Dry run only: the files (relative to the thread) that would be rewritten / removed.
+    would_write: list[str] = field(default_factory=list)
+    would_remove: list[str] = field(default_factory=list)
 
 
 def _read(base: str, name: str, *, optional: bool = False) -> tuple[bytes, tuple[int, int]]:
@@ -66,6 +69,18 @@ def _decode(name: str, data: bytes) -> Any:
         return loads(data)
     except ValueError as exc:
         raise ArchiveError(f"{name} unreadable: {exc}") from exc
+
+
+def _decode_raw(name: str, data: bytes, web_uuid: str) -> Any:
+    """A raw file, or an error naming the command that repairs it: raw files are the input,
+    so only a fresh fetch can (the next batch refetches such threads by itself)."""
+    try:
+        return loads(data)
+    except ValueError as exc:
+        raise ArchiveError(
+            f"{name} unreadable: {exc}; `pplx-export export {web_uuid} --force` fetches it "
+            "again (so does the next `pplx-export batch`)"
+        ) from exc
 
 
 def rerender_thread(
@@ -131,14 +146,16 @@ def _rerender_thread(
     if not isinstance(doc, dict) or not isinstance(doc.get("web_uuid"), str):
         raise ArchiveError("thread.json has no web_uuid")
     plain_bytes, plain_stat = _read(base, RAW_ENTRIES)
-    plain = _decode(RAW_ENTRIES, plain_bytes)
+    plain = _decode_raw(RAW_ENTRIES, plain_bytes, doc["web_uuid"])
     if not isinstance(plain, dict):
         raise ArchiveError(f"{RAW_ENTRIES} is not a JSON object")
     stats = {RAW_ENTRIES: plain_stat}
     blocks_bytes: bytes | None = None
     with contextlib.suppress(FileNotFoundError):  # search threads have no blocks file
         blocks_bytes, stats[RAW_BLOCKS] = _read(base, RAW_BLOCKS, optional=True)
-    blocks = None if blocks_bytes is None else _decode(RAW_BLOCKS, blocks_bytes)
+    blocks = (
+        None if blocks_bytes is None else _decode_raw(RAW_BLOCKS, blocks_bytes, doc["web_uuid"])
+    )
     if blocks_bytes is not None and not isinstance(blocks, dict):
         raise ArchiveError(f"{RAW_BLOCKS} is not a JSON object")
     # Walking the parsed tree for tokens costs as much as parsing it; a byte scan tells
@@ -215,4 +232,6 @@ def _rerender_thread(
         variant_hits=result.variant_hits,
         # Only a record that changed travels back (a worker's outcome is pickled).
         fingerprint=None if record == recorded else record,
+        would_write=list(result.written) if dry_run else [],
+        would_remove=list(result.removed) if dry_run else [],
     )

@@ -14,6 +14,7 @@ Detail tiers (`-v` is the shared verbose count), the same in the table and in `-
 
 from __future__ import annotations
 
+from collections.abc import Container
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from pplx_export.archive.library_index import (
     load_index,
     safe_account_name,
 )
+from pplx_export.archive.raw_check import find_damaged
 from pplx_export.archive.scan import scan_thread_dirs
 from pplx_export.archive.state import BatchState
 from pplx_export.config import Config
@@ -81,12 +83,13 @@ def _account_status(
     now: datetime,
     verbose: int,
     disk_modes: dict[str, str],
+    damaged: Container[str] = frozenset(),
 ) -> dict[str, Any]:
     path = index_path(root, name)
     idx_state = read_index_state(config, name)
     stamp, source, age = _index_age(path, idx_state.extracted_at, now)
     rows = index.threads
-    plan = make_plan(rows, state.threads)
+    plan = make_plan(rows, state.threads, damaged=damaged)
 
     state_counts: dict[str, int] = {}
     for row in rows:
@@ -160,8 +163,11 @@ def collect_status(
         found, _ = scan_thread_dirs(root)
         disk_modes = {uuid: threads[-1].mode for uuid, threads in found.items()}
     indexes = [load_index(root, name, repair=False) for name in _accounts(root, config)]
+    damaged = find_damaged(root, state.threads, save=False)
     accounts = [
-        _account_status(root, config, index.account, index, state, now, verbose, disk_modes)
+        _account_status(
+            root, config, index.account, index, state, now, verbose, disk_modes, damaged
+        )
         for index in indexes
     ]
     indexed = {as_str(row.get("entryUUID")) for index in indexes for row in index.threads}
@@ -187,6 +193,10 @@ def collect_status(
             "not_in_any_index": sum(1 for uuid in state.threads if uuid not in indexed),
         },
         "errors": errors,
+        "damaged": [
+            {"uuid": uuid, "dir": rel, "reason": reason}
+            for uuid, (rel, reason) in sorted(damaged.items())
+        ],
     }
     doc.update(upkeep_status(root, state))
     return doc
@@ -216,7 +226,8 @@ def print_status(doc: dict[str, Any], console: Console) -> None:
         # Titles are user text: "[...]" in them must not be taken for rich markup.
         console.print(text, markup=False, highlight=False, soft_wrap=True)
 
-    table = Table(title=f"Archive {doc['archive']}", title_justify="left")
+    say(f"Archive {doc['archive']}")
+    table = Table()
     table.add_column("account", overflow="fold")
     for column in ("threads", "index age", "ok", "err", "exp", "del", "new", "upd", "stop"):
         table.add_column(column, justify="right", no_wrap=True)
@@ -233,7 +244,7 @@ def print_status(doc: dict[str, Any], console: Console) -> None:
             str(nxt["early_stopped"]),
         )
     console.print(table)
-    say("err/exp/del: threads in state error/expired/deleted; new/upd/stop: the next batch")
+    say("err/exp/del: state error/expired/deleted; new/upd/stop: the next batch")
     for acc in doc["accounts"]:
         idx = acc["index"]
         if idx["full_index_due"]:
@@ -260,6 +271,10 @@ def print_status(doc: dict[str, Any], console: Console) -> None:
                 f"  {row['plan']:<13} {row['state'] or '-':<8} {row['mode']:<13} "
                 f"{row['lastUpdated'][:19]:<19} {row['uuid']}  {row['title']}"
             )
+    if doc["damaged"]:
+        say(f"\ndamaged raw files ({len(doc['damaged'])}; the next batch fetches them again):")
+        for bad in doc["damaged"]:
+            say(f"  {bad['uuid']}  {bad['dir']}: {bad['reason']}")
     if doc["errors"]:
         say(f"\nerrors ({len(doc['errors'])}):")
         for err in doc["errors"]:
