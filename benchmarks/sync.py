@@ -42,7 +42,7 @@ from rerender import generate  # noqa: E402  (benchmarks/ is not a package)
 
 from pplx_export.perplexity.constants import LIBRARY_PAGE_SIZE  # noqa: E402
 
-CLI = "from pplx_export.cli.export import main; main()"
+CLI = "from pplx_export.cli.export import run; run()"
 ACCOUNT = "maya"
 EMAIL = "alice@example.com"
 FILES = "GET /__emulator/files"

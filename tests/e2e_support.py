@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "archive"
 FIDELITY = REPO.parent / "shared" / "tools" / "fidelity.py"
 ACCOUNT = "maya"  # the fixture archive's first author; config display name = folder name
-CLI = "from pplx_export.cli.export import main; main()"
+CLI = "from pplx_export.cli.export import run; run()"
 TEMP_MARKERS = (".pplx-tmp-",)
 THREAD_ENDPOINT = "GET /rest/thread"
 GRAPHQL_ENDPOINT = "POST /rest/perplexity_ask/graphql"

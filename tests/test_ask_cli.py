@@ -393,7 +393,7 @@ def test_ctrl_c_stops_watching_with_exit_130(rig: Rig) -> None:
 
     faulted(rig, "ask_silence=60s")
     (rig.tmp / "cookies.json").write_text(json.dumps(rig.emu.cookies), "utf-8")
-    argv = [sys.executable, "-c", "from pplx_export.cli.ask import main; main()", "ask", "Slow"]
+    argv = [sys.executable, "-c", "from pplx_export.cli.ask import run; run()", "ask", "Slow"]
     argv += ["--mode", "council", "--config", str(rig.tmp / "config.toml")]
     argv += ["--cookies", str(rig.tmp / "cookies.json"), "--out", str(rig.out)]
     argv += ["--base-url", rig.emu.base_url]

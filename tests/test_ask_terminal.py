@@ -52,7 +52,7 @@ def test_live_view_in_tmux(tmp_path: Path) -> None:
         argv = [
             sys.executable,
             "-c",
-            "from pplx_export.cli.ask import main; main()",
+            "from pplx_export.cli.ask import run; run()",
             "ask",
             "Do whales sleep?",
             "--mode",

@@ -12,6 +12,7 @@ from pplx_export.cli.options import (
     common_options,
     group_settings,
     json_option,
+    run_console,
     version_option,
 )
 from pplx_export.cli.output import emit_json, print_lines
@@ -156,3 +157,8 @@ def models(opts: RunOptions, refresh: bool, as_json: bool) -> None:
         emit_json(catalog.to_json())
     else:
         print_lines(catalog_lines(catalog))
+
+
+def run() -> None:
+    """The `pplx-ask` console script."""
+    run_console(main, "pplx-ask")

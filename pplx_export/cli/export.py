@@ -19,6 +19,7 @@ from pplx_export.cli.options import (
     group_settings,
     json_option,
     offline_options,
+    run_console,
     shared_options,
     version_option,
 )
@@ -405,3 +406,8 @@ def demo(opts: RunOptions, directory: Path | None, out_dir: Path | None) -> None
 
 
 register_space_commands(main)
+
+
+def run() -> None:
+    """The `pplx-export` console script."""
+    run_console(main, "pplx-export")

@@ -407,6 +407,10 @@ class PplxGroup(click.Group):
     """
 
     command_class = PplxCommand
+    # True only in the console scripts (`run_console`), not when tests drive the group
+    # in-process: there, once the command is over, Ctrl-C and SIGTERM are ignored, so a run
+    # that has finished cannot die by a signal (exit -2) while the interpreter shuts down.
+    console_script = False
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_epilog(ctx, formatter)
@@ -441,7 +445,24 @@ class PplxGroup(click.Group):
                 err=True,
             )
             ctx.exit(1)
+        finally:
+            if self.console_script:
+                _ignore_late_signals()
         return None
+
+
+def _ignore_late_signals() -> None:
+    """The exit status is decided: a signal from here on must not replace it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform != "win32":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def run_console(group: click.Group, prog_name: str) -> None:
+    """The console scripts' entry (`pplx-export`, `pplx-ask`, `python -m pplx_export`)."""
+    if isinstance(group, PplxGroup):
+        group.console_script = True
+    group(prog_name=prog_name)
 
 
 def _log() -> Any:
