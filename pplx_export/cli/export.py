@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 
 from pplx_export import __version__
+from pplx_export.cli.find import search, verify
 from pplx_export.cli.options import PplxGroup, common_options
 from pplx_export.cli.output import emit_json, print_lines, report_run
 from pplx_export.context import RunOptions
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
 @click.version_option(__version__, prog_name="pplx-export")
 def main() -> None:
     """Archive your Perplexity library as Markdown + raw JSON, and keep it in sync."""
+
+
+main.add_command(search)  # cli/find.py
+main.add_command(verify)
 
 
 @main.command()

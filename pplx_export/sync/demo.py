@@ -23,6 +23,7 @@ from pplx_export.emulator import DEFAULT_EMAIL, DEFAULT_NAME, DEFAULT_USERNAME, 
 from pplx_export.models import Account
 from pplx_export.perplexity.session import open_session
 from pplx_export.sync.batch import BatchSummary, run_batch, run_index
+from pplx_export.sync.search import demo_search
 from pplx_export.util.atomic import atomic_write_text
 
 DEFAULT_DEMO_DIR = Path("./pplx-demo-archive")
@@ -35,6 +36,7 @@ class DemoSummary:
     files: int = 0
     batch: BatchSummary | None = None
     elapsed: float = 0.0
+    search: str = ""  # the search index built, and a search to try (sync/search.py)
 
     def text(self) -> str:
         modes = ", ".join(f"{mode} {n}" for mode, n in sorted(self.by_mode.items()))
@@ -47,6 +49,8 @@ class DemoSummary:
             "look at: <account>/<mode>/<date>_<title>_<uuid8>/conversation.md and turns/",
             f"then try: pplx-export status --out {self.directory}",
         ]
+        if self.search:
+            lines.append(self.search)
         return "\n".join(lines)
 
 
@@ -82,6 +86,7 @@ def run_demo(directory: Path, *, lang: str = "en", quiet: bool = False) -> DemoS
     for thread in iter_thread_dirs(directory):
         modes[thread.parent.name] += 1
     summary.by_mode = dict(modes)
+    summary.search = demo_search(directory)
     summary.files = sum(len(files) for _, _, files in os.walk(directory))
     summary.elapsed = time.monotonic() - started
     return summary

@@ -24,6 +24,7 @@ from pplx_export.models import Account
 from pplx_export.parse import needs_blocks
 from pplx_export.parse.last_updated import same_last_updated
 from pplx_export.perplexity.api import PerplexityAPI
+from pplx_export.search.index import update_threads
 from pplx_export.sync.assemble import Engine, default_engine, export_conversation
 from pplx_export.sync.fetch_assets import download_assets, fetch_report_body
 from pplx_export.util.timefmt import format_utc
@@ -119,6 +120,7 @@ class Exporter:
             dir=directory.relative_to(self.root).as_posix(),
             now=now,
         )
+        update_threads(self.root, [directory.relative_to(self.root).as_posix()])  # search index
         return directory
 
 

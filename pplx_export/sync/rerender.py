@@ -49,6 +49,7 @@ from pplx_export.archive.writer import write_thread
 from pplx_export.context import RunOptions
 from pplx_export.errors import ArchiveError, SchemaError, UsageError
 from pplx_export.models import JSON
+from pplx_export.search.index import IndexUpdater
 from pplx_export.sync.assemble import (
     Engine,
     default_engine,
@@ -423,9 +424,11 @@ def rerender(
         jobs = auto_jobs(len(todo))
     if jobs > 1 and todo:
         preload_engine()  # before the fork, so no worker imports them again
+    search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
     try:
         for o in _outcomes(root, todo, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine):
             summary.add(o)
+            search_index.add(o.rel)
             if o.status == "failed":
                 log.error("re-render failed: %s: %s", root / o.rel, o.error)
                 dirty = state.pop(o.rel, None) is not None or dirty
@@ -440,6 +443,7 @@ def rerender(
             if dirty and not dry_run and summary.total % STATE_CHECKPOINT == 0:
                 save_state(root, state)
                 dirty = False
+        search_index.close()
     finally:
         if not dry_run and dirty:
             save_state(root, state)
