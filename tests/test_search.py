@@ -181,8 +181,8 @@ def test_cli_output_piped_and_json(fixture_index: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0] == "1. Best way to store fresh basil"
-    assert "search · 2031-06-25 · maya · in query, turn 1" in lines[1]
-    assert "[basil]" in lines[2]
+    assert lines[1] == "   search · 2031-06-25 · maya"
+    assert lines[2].startswith("   query, turn 1: ") and "[basil]" in lines[2]
     assert lines[3].endswith("turns/turn_0001.md") and lines[3].strip().startswith(out)
     doc = json.loads(CliRunner().invoke(main, ["search", "basil", "--out", out, "--json"]).stdout)
     assert doc["count"] == len(doc["results"]) == 1
@@ -327,3 +327,26 @@ def test_rebuild_cli_and_schema_is_datasette_shaped(fixture_index: Path, tmp_pat
     (n,) = conn.execute("SELECT count(*) FROM reports").fetchone()
     assert n == 0  # the fixtures have no report body on disk
     conn.close()
+
+
+def test_an_export_of_a_changed_thread_replaces_its_rows(tmp_path: Path) -> None:
+    from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
+    from tests.e2e_support import E2E
+
+    uuid = "24a76805-90eb-5b12-a5e0-d0288d7ceae3"  # Rust lifetimes: 2 turns
+    with run_emulator(FIXTURES, page_size=100) as emu:
+        env = E2E(emu, tmp_path)
+        env.write_files(DEFAULT_EMAIL)
+        assert env.cli("export", uuid).exit_code == 0
+        assert [h.turn for h in find(env.out, '"lifetime elision"').hits] == [2]
+        assert find(env.out, '"Any news since last time"').hits == []
+        emu.mutate(touch=uuid)  # a new turn and a new lastUpdated (so a new date directory)
+        result = env.cli("export", uuid)
+        assert result.exit_code == 0, result.output
+    hits = find(env.out, '"Any news since last time"').hits
+    assert [(h.title, h.turn) for h in hits] == [("How do Rust lifetimes work?", 3)]
+    rows = rows_for(env.out, uuid)
+    assert len(rows) == 3  # three turns, once each
+    assert {d for d, _ in rows} == {hits[0].path.rsplit("/turns/", 1)[0]}
+    assert (env.out / hits[0].path).is_file()
+    assert len(find(env.out, "lifetimes").hits) == 1

@@ -35,29 +35,27 @@ def _day(ctx: click.Context, param: click.Parameter, value: str | None) -> str |
 
 
 def print_results(result: SearchResult, root_label: str, *, tty: bool) -> None:
-    """Four lines a result: title; mode, date, account, where it matched; the snippet with
-    the matches highlighted (on a terminal) or in [brackets]; the file to open."""
+    """Four lines a result: title; mode, date, account, space; where it matched and the
+    snippet, matches highlighted (on a terminal) or in [brackets]; the file to open."""
     console = Console(highlight=False, soft_wrap=not tty)
     for n, hit in enumerate(result.hits, start=1):
-        where = hit.field + (f", turn {hit.turn}" if hit.turn else "")
         facts = [hit.mode, hit.date, hit.account]
         if hit.space:
             facts.append(f"space {hit.space}")
-        facts.append(f"in {where}")
-        if hit.matches > 1:
-            facts.append(f"{hit.matches} matches")
+        where = hit.field + (f", turn {hit.turn}" if hit.turn else "")
         if tty:
             snippet = marked(escape(hit.snippet), "[bold reverse]", "[/]")
             console.print(f"[bold]{n}. {escape(hit.title)}[/]")
             console.print(f"   [dim]{escape(' · '.join(facts))}[/]")
-            if snippet:
-                console.print(f"   {snippet}")
+            console.print(f"   [dim]{escape(where)}:[/] {snippet}")
             console.print(f"   [cyan]{escape(root_label + hit.path)}[/]")
         else:
-            lines = [f"{n}. {hit.title}", "   " + " · ".join(facts)]
-            if hit.snippet:
-                lines.append("   " + marked(hit.snippet, "[", "]"))
-            lines.append("   " + root_label + hit.path)
+            lines = [
+                f"{n}. {hit.title}",
+                "   " + " · ".join(facts),
+                f"   {where}: " + marked(hit.snippet, "[", "]"),
+                "   " + root_label + hit.path,
+            ]
             sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
 

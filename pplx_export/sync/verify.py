@@ -145,15 +145,17 @@ class VerifyReport:
         if self.drift:
             out.append(f"schema drift (warning): {len(self.drift)} unknown value(s)")
             for d in self._drift_sorted():
-                out.append(
-                    f"  {d.kind} {d.value!r}: {d.count}x in {d.threads} thread(s), e.g. {d.example}"
-                )
+                out.append(f"  {d.kind} {d.value!r}: {d.count}x in {d.threads} thread(s), e.g.")
+                out.append(f"    {d.example}")
         else:
             out.append("schema drift: none")
         for line in self.fixed:
             out.append(f"fixed: {line}")
+        if self.remaining:
+            out.append("problems:")
         for p in self.remaining:
-            out.append(f"  {KINDS[p.kind]}: {p.where}: {p.detail}")
+            out.append(f"  {KINDS[p.kind]}: {p.where}")
+            out.append(f"    {p.detail}")
         return out
 
 
@@ -317,6 +319,11 @@ def _state_problems(root: Path) -> list[Problem]:
     state = BatchState.load(root, repair=False)
     check = check_state_vs_dirs(root, state.threads)
     out: list[Problem] = []
+    if not state.path.exists() and check.untracked:
+        # One line, not one per thread: an archive copied without its state, say.
+        where = state.path.relative_to(root).as_posix()
+        n = len(check.untracked)
+        return [Problem("state", where, f"missing, and {n} thread directories are on disk")]
     for uuid in check.ok_without_dir:
         where = str((state.threads.get(uuid) or {}).get("dir") or uuid)
         out.append(Problem("state", where, f"state says ok for {uuid}, but no directory has it"))
