@@ -48,7 +48,8 @@ def print_results(result: SearchResult, root_label: str, *, tty: bool) -> None:
             console.print(f"[bold]{n}. {escape(hit.title)}[/]")
             console.print(f"   [dim]{escape(' · '.join(facts))}[/]")
             console.print(f"   [dim]{escape(where)}:[/] {snippet}")
-            console.print(f"   [cyan]{escape(root_label + hit.path)}[/]")
+            # Not wrapped at spaces: the path stays one piece to copy (the terminal folds it).
+            console.print(f"   [cyan]{escape(root_label + hit.path)}[/]", soft_wrap=True)
         else:
             lines = [
                 f"{n}. {hit.title}",
