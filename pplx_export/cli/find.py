@@ -160,7 +160,8 @@ def verify(opts: RunOptions, fix_problems: bool, limit: int | None, as_json: boo
     from pplx_export.sync.progress import progress_reporter
     from pplx_export.sync.verify import run_verify_command
 
-    with progress_reporter("verify", quiet=opts.quiet) as bar:
+    # No refresh thread: verify forks its workers while the bar is up.
+    with progress_reporter("verify", quiet=opts.quiet, refresh_thread=False) as bar:
         report = run_verify_command(
             opts,
             fix_problems=fix_problems,

@@ -322,11 +322,13 @@ def open_for_update(root: Path) -> sqlite3.Connection:
     return conn
 
 
-def update_threads(root: Path, rels: Iterable[str]) -> IndexStats:
+def update_threads(root: Path, rels: Iterable[str], *, jobs: int = 1) -> IndexStats:
     """Re-index the threads in directories `rels` (relative to `root`) whose files changed,
     in one transaction; drop the rows of directories that are gone. Never raises.
 
-    Without a database, one is built from the whole archive; a damaged one is rebuilt."""
+    Without a database, one is built from the whole archive; a damaged one is rebuilt. That
+    build runs in this process unless `jobs` says otherwise: a hook may be called where
+    other threads run (a progress bar's, the demo's emulator), and forking then is unsafe."""
     root = Path(root)
     rels = list(rels)
     try:
@@ -334,10 +336,10 @@ def update_threads(root: Path, rels: Iterable[str]) -> IndexStats:
             conn = open_for_update(root)
         except FileNotFoundError:
             log.info("search index: building %s from the archive", db_path(root))
-            return rebuild(root)
+            return rebuild(root, jobs=jobs)
         except IndexDamaged as exc:
             log.warning("search index %s is unusable (%s); rebuilding it", db_path(root), exc)
-            return rebuild(root)
+            return rebuild(root, jobs=jobs)
         stats = IndexStats()
         try:
             with conn:
@@ -399,7 +401,9 @@ class IndexUpdater:
         self.flush()
         if self.build_at_close:
             self.build_at_close = False
-            self.stats.merge(update_threads(self.root, []))  # builds (or rebuilds) it
+            # Builds (or rebuilds) it; the run's own workers are done, its progress bar
+            # redraws without a thread (sync/rerender.py), so workers may fork.
+            self.stats.merge(update_threads(self.root, [], jobs=0))
         return self.stats
 
 

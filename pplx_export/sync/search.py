@@ -53,7 +53,8 @@ def _build(opts: RunOptions, outcome: SearchOutcome) -> None:
     # A search that finds the index missing rebuilds it: that one write needs the lock.
     with (
         archive_lock(opts.out, opts.held_locks),
-        progress_reporter("search index", quiet=opts.quiet) as bar,
+        # No refresh thread: rebuild forks its workers while the bar is up.
+        progress_reporter("search index", quiet=opts.quiet, refresh_thread=False) as bar,
     ):
         outcome.rebuilt = search_index.rebuild(
             opts.out, on_total=bar.set_total, on_progress=bar.advance
@@ -134,7 +135,7 @@ DEMO_QUERY = "tides"  # in the bundled sample library ("How do tides work?")
 
 def demo_search(root: Path, query: str = DEMO_QUERY) -> str:
     """For `demo`: build the archive's search index and show a search that finds something."""
-    stats = search_index.rebuild(root)
+    stats = search_index.rebuild(root, jobs=1)  # a small archive; no fork in the demo
     conn = connect_ro(db_path(root))
     try:
         hits = search(conn, query, limit=5).hits
