@@ -65,8 +65,20 @@ def print_results(result: SearchResult, root_label: str, *, tty: bool) -> None:
 @click.argument("query", required=False)
 @click.option("--mode", type=click.Choice(MODES), default=None, help="Only threads of this mode.")
 @click.option("--space", default=None, help="Only threads of this space (slug or title).")
-@click.option("--since", callback=_day, default=None, help="Only threads updated on/after DATE.")
-@click.option("--until", callback=_day, default=None, help="Only threads updated on/before DATE.")
+@click.option(
+    "--since",
+    metavar="DATE",
+    callback=_day,
+    default=None,
+    help="Only threads updated on/after DATE.",
+)
+@click.option(
+    "--until",
+    metavar="DATE",
+    callback=_day,
+    default=None,
+    help="Only threads updated on/before DATE.",
+)
 @click.option(
     "--in",
     "scope",
