@@ -126,6 +126,10 @@ def connect_ro(path: Path) -> sqlite3.Connection:
 def connect_rw(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
     conn.execute("PRAGMA foreign_keys = ON")
+    # Derived data: no fsync per commit (every export commits). A killed process still
+    # leaves a consistent file (the journal rolls back); a power cut may damage it, and a
+    # damaged index is rebuilt from the archive when it is next opened or searched.
+    conn.execute("PRAGMA synchronous = OFF")
     return conn
 
 
