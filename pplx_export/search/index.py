@@ -304,7 +304,10 @@ def open_for_update(root: Path) -> sqlite3.Connection:
     path = db_path(root)
     if not path.is_file():
         raise FileNotFoundError(path)
-    conn = connect_rw(path)
+    try:
+        conn = connect_rw(path)
+    except sqlite3.DatabaseError as exc:  # its pragmas already read the header
+        raise IndexDamaged(str(exc)) from exc
     try:
         version = schema_version(conn)
         if version != SCHEMA_VERSION:
