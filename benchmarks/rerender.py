@@ -129,7 +129,7 @@ TARGETS = {"full": 3.0, "noop": 0.3}  # x floor, from the re-render performance 
 def report(n: int, results: dict[str, dict[str, float]], jobs: int) -> None:
     floor = results["floor"]["seconds"]
     sys.path.insert(0, str(REPO))
-    from pplx_export.sync.rerender import auto_jobs
+    from pplx_export.sync.rerender_pool import auto_jobs
 
     workers = auto_jobs(n) if jobs == 0 else jobs
     how = "--jobs 0: one per CPU" if jobs == 0 else f"--jobs {jobs}"

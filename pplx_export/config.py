@@ -115,12 +115,16 @@ def resolve_config_path(explicit: str | os.PathLike[str] | None) -> tuple[Path, 
     return default_config_path(), False
 
 
-def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
+def load_config(
+    explicit: str | os.PathLike[str] | None = None, *, missing_ok: bool = False
+) -> Config:
+    """The config at the resolved path. `missing_ok`: a missing explicit file is not an error
+    (`init` is about to write it)."""
     path, is_explicit = resolve_config_path(explicit)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        if is_explicit:
+        if is_explicit and not missing_ok:
             raise ConfigError(f"config file not found: {path}") from None
         return Config(path=path)
     except (OSError, UnicodeDecodeError) as exc:

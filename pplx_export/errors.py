@@ -4,6 +4,7 @@
     ├── UsageError (2)
     ├── ConfigError (2)
     ├── ArchiveError (1)          a file in the archive could not be read or written safely
+    │   └── DiskFull (1)             ENOSPC / EDQUOT: the run stops at once, nothing is lost
     ├── SchemaError (1)          a payload could not be parsed at all (names thread + JSON path)
     ├── Interrupted (130)
     └── ApiError (1)             every error that came back from (or on the way to) the API
@@ -20,6 +21,10 @@
 """
 
 from __future__ import annotations
+
+import errno
+
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 class PplxError(Exception):
@@ -38,6 +43,24 @@ class ConfigError(PplxError):
 
 class ArchiveError(PplxError):
     exit_code = 1
+
+
+class DiskFull(ArchiveError):
+    """The disk (or quota) is full. The run stops at once: every later write, saving the state
+    included, would fail the same way. Atomic writes leave no partial file behind."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"disk full while writing {where or 'the archive'}; nothing is lost, "
+            "free some space and rerun"
+        )
+
+    @classmethod
+    def of(cls, exc: BaseException) -> DiskFull | None:
+        """A DiskFull for an OSError that says the disk or quota is full, else None."""
+        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+            return cls(str(exc.filename or ""))
+        return None
 
 
 class SchemaError(PplxError):

@@ -1,14 +1,17 @@
 """Dataclasses of the data model. No I/O here: parse/ builds these, render/ reads them.
 
-Workflow blocks and payloads stay as the raw dicts the API sent (`wf_block`, `stub_wfs`,
-`AppendixItem.wp`): the renderer walks them directly, so nothing in them can be lost by a
-lossy conversion. Everything derived (answers, citations, attribution, interruptions) is
-computed once by the parser and stored here.
+Workflow blocks and payloads are kept as the raw dicts the API sent (`wf_block`, `stub_wfs`,
+`AppendixItem.wp`, `Step.content`, the raw responses), so nothing in them can be lost, and
+the parser's passes read them. Beside each, the parser (parse/views.py) puts a typed view
+(`Turn.workflow`, `Turn.stub_runs`, `AppendixItem.payload`, `Step.body`,
+`Conversation.views`): every field already the lenient reading, the raw source kept as
+`raw`. The renderer reads only the views. Everything derived (answers, citations,
+attribution, interruptions) is computed once by the parser and stored here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +47,254 @@ class Citation:
     category: str = "web"
 
 
+# --- Typed views of the raw workflow payloads and step contents ------------------------------
+# Built by parse/views.py from the raw dicts (which stay on the models for fidelity and for
+# the parser's own passes); the renderer reads only these. Every field is already the
+# lenient reading the renderer shows (missing or ill-typed -> empty); `raw` is the source.
+
+
+@dataclass(slots=True)
+class Link:
+    """A named URL from a payload's source, page or attachment list (either may be empty)."""
+
+    name: str
+    url: str
+
+
+@dataclass(slots=True, eq=False)
+class TextPayload:
+    text: str = ""  # `text`, or the joined `chunks` when the text is blank
+    variant: str = ""  # the payload's variant, else the item's
+    header: str = ""
+    is_mono: bool = False
+
+
+NO_TEXT = TextPayload()
+
+
+@dataclass(slots=True)
+class TodoEntry:
+    status: str
+    description: str
+
+
+@dataclass(slots=True)
+class TodoChange:
+    action: str
+    description: str
+    new_status: str
+
+
+@dataclass(slots=True, eq=False)
+class TodoList:
+    title: str = ""
+    entries: Sequence[TodoEntry] = ()
+    changes: Sequence[TodoChange] = ()
+
+
+NO_TODO = TodoList()
+
+
+@dataclass(slots=True, eq=False)
+class Table:
+    columns: Sequence[str] = ()
+    # Cell texts, row by row (a row's cells under keys that are not column names follow its
+    # column cells); rows shorter than the header are padded with "".
+    rows: Sequence[list[str]] = ()
+
+
+NO_TABLE = Table()
+
+
+@dataclass(slots=True)
+class FieldOption:
+    title: str
+    description: str
+    free_text_selection: bool
+
+
+@dataclass(slots=True)
+class QuestionField:
+    name: str
+    multichoice: bool
+    free_text: bool
+    attachments: bool
+    options: list[FieldOption]
+
+
+@dataclass(slots=True, eq=False)
+class UserQuestions:
+    title: str = ""
+    questions: Sequence[str] = ()  # the older `questions[]` shape
+    fields: Sequence[QuestionField] = ()
+
+
+NO_QUESTIONS = UserQuestions()
+
+
+@dataclass(slots=True)
+class UserReply:
+    question: str
+    answer: str
+
+
+@dataclass(slots=True, eq=False)
+class WfItem:
+    """One workflow item (protocol.md §3.7). Only the payload of its own kind is read, except
+    `workflow`, which any item may carry."""
+
+    raw: JSON
+    kind: str = ""
+    text: TextPayload = NO_TEXT  # TEXT and SOURCES items
+    sources: Sequence[Link] = ()  # SOURCES
+    queries: Sequence[str] = ()  # QUERIES (non-blank)
+    todo: TodoList = NO_TODO
+    table: Table = NO_TABLE
+    questions: UserQuestions = NO_QUESTIONS
+    replies: Sequence[UserReply] = ()
+    entities: Sequence[str] = ()  # CONTENT descriptions
+    # The item's `workflow_payload` when it is an object (empty ones too); None otherwise.
+    workflow: WfPayload | None = None
+
+
+@dataclass(slots=True, eq=False)
+class WfStep:
+    """One step of a workflow block or payload."""
+
+    raw: JSON
+    position: int = 0  # 1-based place in the raw `steps` list (non-object entries count)
+    id: str = ""
+    title: str = ""
+    tool_name: str = ""
+    icon: str = ""
+    status: str = ""
+    started_at: str = ""
+    completed_at: str = ""
+    items: Sequence[WfItem] = ()  # the object items, in order
+
+
+@dataclass(slots=True, eq=False)
+class WfPayload:
+    """A workflow block (an entry's `workflow_block`) or a nested `workflow_payload`."""
+
+    raw: JSON
+    id: str = ""
+    mode: str = ""
+    status: str = ""
+    model: str = ""
+    headline: str = ""
+    started_at: str = ""
+    completed_at: str = ""
+    prompt: str = ""  # the joined string `objective_chunks`
+    is_anchor: bool = False  # launches a sub-agent: has a prompt or is flagged as the anchor
+    steps: Sequence[WfStep] = ()  # the object steps, in order
+    n_listed: int = 0  # length of the raw `steps` list, non-object entries included
+
+
+@dataclass(slots=True)
+class Image:
+    url: str
+    width: str
+    height: str
+
+
+@dataclass(slots=True, eq=False)
+class CouncilModel:
+    """One model's state inside a plain COUNCIL_RESEARCH step."""
+
+    model: str
+    mock_thought: str = ""
+    steps: Sequence[Step] = ()
+    answer: str = ""  # the joined string `answer_chunks`
+    status: str = ""
+
+
+@dataclass(slots=True, eq=False)
+class StepBody:
+    """What the renderer shows of a plain step's content; only its kind's fields are set."""
+
+    text: str = ""  # THOUGHT
+    queries: Sequence[str] = ()  # SEARCH_WEB, COUNCIL_ROUND (non-blank)
+    links: Sequence[Link] = ()  # SEARCH_RESULTS, ATTACHMENT
+    # COUNCIL_ROUND sources with their 1-based place in the raw list (odd entries count).
+    numbered: Sequence[tuple[int, Link]] = ()
+    urls: Sequence[str] = ()  # GET_URL_CONTENT, URL_NAVIGATE (non-blank)
+    names: Sequence[str] = ()  # LOAD_SKILL(_RESPONSE) skill names
+    title: str = ""  # RESEARCH_ANSWER
+    file_name: str = ""
+    url: str = ""
+    language: str = ""  # CODE
+    script: str = ""
+    stdout: str = ""
+    stderr: str = ""  # `stderr`, else `error`
+    caption: str = ""  # CREATE_CHART
+    images: Sequence[Image] = ()  # GENERATE_IMAGE_RESULTS (with a URL)
+    items: Sequence[WfItem] = ()  # ASI_TOOL_INPUT / _OUTPUT
+    time: str = ""  # ASI_TOOL_*: the content's timestamp, else the step's
+    research_query: str = ""  # COUNCIL_RESEARCH
+    models: Sequence[CouncilModel] = ()
+
+
+# The body of a step with nothing to show beyond its kind (shared: views are not modified).
+NO_BODY = StepBody()
+
+
+@dataclass(slots=True, eq=False)
+class RunLog:
+    """The plain step log of a background run shown from its workflow payload (§5.6 ②③)."""
+
+    steps: Sequence[Step] = ()
+    answer: str = ""  # the last FINAL step's answer
+
+
+NO_LOG = RunLog()
+
+
+@dataclass(slots=True, eq=False)
+class StubRun:
+    """A payload assigned to a stub turn (§5.6 ②) with its run's plain step log."""
+
+    payload: WfPayload
+    log: RunLog = NO_LOG
+
+
+@dataclass(slots=True, eq=False)
+class BgRoot:
+    """A schematized background entry's root workflow block."""
+
+    uuid: str
+    block: WfPayload
+
+
+@dataclass(slots=True, eq=False)
+class PlanGoals:
+    ids: frozenset[str]  # the entry's uuid and backend_uuid
+    goals: list[str]
+
+
+@dataclass(eq=False)
+class ThreadViews:
+    """Thread-level lookups in the raw responses, as typed views."""
+
+    # Plan goals of the entries of each section ("entries", "background_entries") that have
+    # any, from both responses, in order.
+    plans: dict[str, list[PlanGoals]] = field(default_factory=dict)
+    roots: list[BgRoot] = field(default_factory=list)  # every background root block
+    # Step id -> positions in `roots` of the roots with a step of that id.
+    roots_by_step: dict[str, list[int]] = field(default_factory=dict)
+
+    def plans_of(self, section: str) -> list[PlanGoals]:
+        return self.plans.get(section, [])
+
+    def roots_of(self, run_id: str) -> list[BgRoot]:
+        """The roots with a step for the run (`toolu_X` or `toolu_X:workflow`), in order."""
+        if not run_id:
+            return []
+        hits = set(self.roots_by_step.get(run_id, ()))
+        hits.update(self.roots_by_step.get(f"{run_id}:workflow", ()))
+        return [self.roots[i] for i in sorted(hits)]
+
+
 @dataclass
 class Step:
     """One plain step of an entry's `text` (protocol §3.5), or a synthetic COUNCIL_ROUND."""
@@ -53,6 +304,7 @@ class Step:
     uuid: str = ""
     timestamp: str = ""
     raw: JSON = field(default_factory=dict)
+    body: StepBody = NO_BODY  # the typed view (parse/views.py)
 
 
 @dataclass
@@ -106,6 +358,8 @@ class Turn:
     sub_agents: list[SubAgent] = field(default_factory=list)  # anchored in this turn
     wf_block: JSON | None = None
     stub_wfs: list[JSON] = field(default_factory=list)  # §5.6 ② payloads, assignment order
+    workflow: WfPayload | None = None  # the view of wf_block
+    stub_runs: list[StubRun] = field(default_factory=list)  # the views of stub_wfs
     is_stub: bool = False
     search_mode: str = ""
     display_model: str = ""
@@ -120,6 +374,8 @@ class AppendixItem:
     locked_reason: str = ""
     updated: str = ""
     bg_uuid: str = ""
+    payload: WfPayload = field(default_factory=lambda: WfPayload({}))  # the view of wp
+    log: RunLog = NO_LOG
 
 
 @dataclass
@@ -208,6 +464,7 @@ class Conversation:
     sub_agents: dict[str, SubAgent] = field(default_factory=dict)  # §5.5 sub_map
     raw_plain: JSON = field(default_factory=dict)
     raw_blocks: JSON | None = None
+    views: ThreadViews = field(default_factory=lambda: ThreadViews())  # lookups in both raws
     exported_at: str = ""
     warnings: list[str] = field(default_factory=list)
     # Schema drift is counted on first access: nothing rendered or stored shows it (it is

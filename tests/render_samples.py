@@ -15,6 +15,7 @@ from pplx_export.models import (
     Turn,
     TurnMeta,
 )
+from pplx_export.parse.views import attach_views
 
 ALPHA = "Alpha says [Beta](pplx://action/model_info?id=beta&provider=x) agrees."
 T0 = 2082240000000000  # 2035-12-26 00:00:00 UTC in microseconds
@@ -58,13 +59,15 @@ def search_conversation() -> Conversation:
         display_answer="Otters hold hands \\(while sleeping\\).",
         citations=cites,
     )
-    return Conversation(
-        web_uuid="w-search",
-        title="Otters",
-        author="ada",
-        mode="search",
-        turns=[turn],
-        citations=cites,
+    return attach_views(
+        Conversation(
+            web_uuid="w-search",
+            title="Otters",
+            author="ada",
+            mode="search",
+            turns=[turn],
+            citations=cites,
+        )
     )
 
 
@@ -158,17 +161,21 @@ def computer_conversation() -> Conversation:
         "started_at": "2035-12-25T23:40:00+00:00",
         "steps": [wf_step("Orphan step", [text_item("orphan text")])],
     }
-    return Conversation(
-        web_uuid="w-comp",
-        title="Tides",
-        author="bob",
-        mode="computer",
-        turns=[t1, t2],
-        appendix=[
-            AppendixItem(wp=app_wp, locked_reason="", updated="2035-12-25T23:50:00", bg_uuid="bg-c")
-        ],
-        sub_agents={"toolu_A": sub_a},
-        report=None,
+    return attach_views(
+        Conversation(
+            web_uuid="w-comp",
+            title="Tides",
+            author="bob",
+            mode="computer",
+            turns=[t1, t2],
+            appendix=[
+                AppendixItem(
+                    wp=app_wp, locked_reason="", updated="2035-12-25T23:50:00", bg_uuid="bg-c"
+                )
+            ],
+            sub_agents={"toolu_A": sub_a},
+            report=None,
+        )
     )
 
 
@@ -254,13 +261,15 @@ def council_conversation() -> Conversation:
         display_answer="Synthesis.",
         wf_block=wf_block,
     )
-    return Conversation(
-        web_uuid="w-council",
-        title="Council",
-        author="cy",
-        mode="council",
-        turns=[turn],
-        sub_agents=sub,
+    return attach_views(
+        Conversation(
+            web_uuid="w-council",
+            title="Council",
+            author="cy",
+            mode="council",
+            turns=[turn],
+            sub_agents=sub,
+        )
     )
 
 

@@ -131,3 +131,62 @@ def test_loads_is_json_loads(text: str, encoding: str) -> None:
     except UnicodeEncodeError:
         return
     assert _outcome(loads, data) == _outcome(json.loads, data)
+
+
+wide_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()  # any size: past 64 bits too
+    | st.floats()  # NaN and infinities too (json.dumps writes them; json.loads reads them)
+    | st.text(st.characters(), max_size=4),  # lone surrogates too
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(st.characters(), max_size=3), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+def _nan_free(value: Any) -> bool:
+    # NaN != NaN: documents holding one are compared through _outcome's dumps instead.
+    if isinstance(value, float):
+        return not math.isnan(value)
+    if isinstance(value, list):
+        return all(_nan_free(v) for v in value)
+    if isinstance(value, dict):
+        return all(_nan_free(v) for v in value.values())
+    return True
+
+
+@settings(max_examples=400)
+@given(wide_values, st.booleans(), st.sampled_from([None, 1, 2]))
+def test_loads_of_any_json_document_is_json_loads_value(
+    value: Any, ascii_only: bool, indent: int | None
+) -> None:
+    # Through msgspec when it accepts the text, else the stdlib: the value json.loads gives,
+    # with the same types (1 vs 1.0) and key order.
+    text = json.dumps(value, ensure_ascii=ascii_only, indent=indent)
+    for data in (text, text.encode("utf-8", "surrogatepass")):
+        if _nan_free(value):
+            assert identical(loads(data), json.loads(data)), text
+        else:
+            assert _outcome(loads, data) == _outcome(json.loads, data), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "123456789012345678901234567890",  # past 64 bits: exact, never a float
+        "-1e400",  # json.loads: -inf (msgspec refuses; the stdlib path decides)
+        '"\\ud800"',  # a lone surrogate escape
+        '{"a": 1, "a": 2, "b": 3}',  # the last duplicate wins, in first-seen order
+        "NaN",
+        '"a\x01b"',  # a raw control character: an error either way
+        "\ufeff{}",  # a BOM in a str: an error either way
+        '{"\ud800": null}',  # a raw lone surrogate in a str (not encodable to UTF-8)
+    ],
+)
+def test_loads_edge_cases_are_json_loads(text: str) -> None:
+    assert _outcome(loads, text) == _outcome(json.loads, text)
+    data = text.encode("utf-8", "surrogatepass")
+    assert _outcome(loads, data) == _outcome(json.loads, data)

@@ -45,11 +45,26 @@ def test_the_held_set_makes_it_reentrant(tmp_path: Path) -> None:
     assert not held
 
 
-def test_a_missing_root_is_not_created(tmp_path: Path) -> None:
+def test_a_brand_new_archive_is_locked_too(tmp_path: Path) -> None:
+    # Two first runs on an archive that does not exist yet: the second is refused cleanly.
     root = tmp_path / "not-yet"
-    with archive_lock(root):
+    with (
+        archive_lock(root),
+        pytest.raises(ArchiveError, match="another pplx-export run"),
+        archive_lock(root),
+    ):
         pass
-    assert not root.exists()
+    assert (root / "index").is_dir()
+
+
+def test_an_unwritable_root_is_one_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with (
+        pytest.raises(ArchiveError, match=r"cannot write to archive .*a-file/archive"),
+        archive_lock(blocker / "archive"),
+    ):
+        pass
 
 
 def test_another_process_blocks_the_cli_until_it_dies(tmp_path: Path) -> None:

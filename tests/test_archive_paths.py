@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pplx_export.archive.paths import (
     ensure_inside,
     find_thread_dirs,
+    safe_file_name,
     safe_folder,
     safe_stem,
     slugify,
@@ -158,3 +159,27 @@ def test_find_thread_dirs_checks_identity(tmp_path: Path) -> None:
     (broken / "thread.json").write_text("{not json")
     found = find_thread_dirs(tmp_path, uuid)
     assert [d.name for d in found] == ["2030-01-01_one_abcd1234", "2030-01-03_three_abcd1234"]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("CON.pdf", "CON_.pdf"),  # still reserved on Windows with the suffix after it
+        ("aux.tar.gz", "aux_.tar.gz"),
+        ("com1", "com1_"),
+        ("console.txt", "console.txt"),
+        ("report.pdf", "report.pdf"),
+        (".hidden.md", "hidden.md"),
+        ("a/b.md", "a_b.md"),
+        ("", "file"),
+    ],
+)
+def test_safe_file_name(name: str, expected: str) -> None:
+    assert safe_file_name(name) == expected
+
+
+@pytest.mark.parametrize("stem", ["x" * 400, "é" * 300, "示" * 200])
+def test_a_long_file_name_is_cut_but_keeps_its_extension(stem: str) -> None:
+    name = safe_file_name(stem + ".docx")
+    assert name.endswith(".docx") and name.startswith(stem[:10])
+    assert len(name.encode("utf-8")) <= 250

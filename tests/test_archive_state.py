@@ -8,12 +8,8 @@ from typing import Any
 
 import pytest
 
-from pplx_export.archive.state import (
-    BatchState,
-    check_state_vs_dirs,
-    rebuild_from_disk,
-    state_path,
-)
+from pplx_export.archive.state import BatchState, rebuild_from_disk, state_path
+from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.errors import ArchiveError
 
 NOW = datetime(2042, 2, 3, 4, 5, 6, tzinfo=UTC)

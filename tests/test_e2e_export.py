@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.archive.state import check_state_vs_dirs
+from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 from pplx_export.models import MODES
 from pplx_export.sync.demo import run_demo
@@ -191,7 +191,15 @@ def test_demo_writes_all_five_modes_with_their_files(tmp_path: Path) -> None:
     root = tmp_path / "demo"
     account = root / "Alice Example"
     assert sorted(p.name for p in account.iterdir()) == sorted(MODES)
-    assert sum(summary.by_mode.values()) == 9  # 11 sample threads, 1 deleted, 1 expired
+    # 17 sample threads, 1 deleted, 1 expired; bob's comes through `batch --space`
+    assert sum(summary.by_mode.values()) == 15
+    assert (root / "Bob Rivera" / "search").is_dir()
+    assert (root / "spaces" / "index.md").is_file()
+    assert (root / "spaces" / "team-roadmap-7a3e55.md").is_file()
+    assert (root / "relations" / "graph.md").is_file()
+    edges = (root / "relations" / "edges.jsonl").read_text("utf-8").splitlines()
+    kinds = {json.loads(line)["kind"] for line in edges}
+    assert kinds == {"same_space", "same_prompt", "references", "subagent_of"}
     assert summary.batch is not None and summary.batch.failed == 0
     for directory in thread_dirs(root):
         mode = directory.parent.name

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pplx_export.archive.library_index import load_index
-from pplx_export.archive.state import check_state_vs_dirs
+from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 from pplx_export.emulator.http import Request, Response, json_response
 from pplx_export.emulator.routes import threads

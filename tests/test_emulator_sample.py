@@ -58,10 +58,11 @@ def test_sample_is_current_with_its_builder(tmp_path: Path) -> None:
     assert shipped == fresh, "run: python -m tools.sample_builder"
 
 
-def test_sample_covers_every_mode_and_two_spaces(library: Library) -> None:
+def test_sample_covers_every_mode_and_four_spaces(library: Library) -> None:
     records = list(library.iter_threads())
     assert {r.mode for r in records} == {"search", "deep-research", "computer", "council", "study"}
-    assert len({r.space_uuid for r in records if r.space_uuid}) == 2
+    # Ocean Notes, Kitchen Lab, Garden Club (shared with bob) and Team Roadmap (denied)
+    assert len({r.space_uuid for r in records if r.space_uuid}) == 4
     states = {r.uuid: r.state for r in records}
     assert states[sample_uuid("packing")] == "deleted"
     assert states[sample_uuid("summer")] == "expired"

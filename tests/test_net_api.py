@@ -17,6 +17,7 @@ from pplx_export.perplexity import constants as C
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.ask import AskState, FollowUp, build_ask_body
 from pplx_export.perplexity.assets import extract_candidates
+from pplx_export.perplexity.thread import IncompleteThread
 from tests.net_fakes import FakeClock, MidRandom, make_client, router
 
 UUID = "7c1e3a52-0000-4000-8000-0000000000aa"
@@ -107,19 +108,47 @@ def test_thread_stop_on_empty_cursor_and_loop_guard() -> None:
             _tpage(3, has_next=True, cursor="x"),
         ]
     )
-    merged = _api(r).thread(UUID)
-    assert route.call_count == 3 and len(merged["entries"]) == 3
-    assert merged["has_next_page"] is True  # the caller can tell it is incomplete
+    with pytest.raises(IncompleteThread, match="repeated a page cursor after 3 pages") as info:
+        _api(r).thread(UUID)
+    assert route.call_count == 3
+    # What was fetched travels with the error (the exporter keeps a short schematized one).
+    assert len(info.value.partial["entries"]) == 3
+    assert info.value.partial["has_next_page"] is True
 
 
-def test_thread_page_limit() -> None:
+def test_thread_pages_are_followed_past_the_old_caps() -> None:
+    # 60 pages: three times the earlier tool's plain cap, six times its schematized cap.
+    pages = [_tpage(i, has_next=i < 60, cursor=f"c{i}" if i < 60 else "") for i in range(1, 61)]
+    for flavor in ("thread", "thread_schematized"):
+        r = router()
+        route = r.get(TPATH).mock(side_effect=list(pages))
+        merged = getattr(_api(r), flavor)(UUID)
+        assert route.call_count == 60
+        assert len(merged["entries"]) == 60 and merged["has_next_page"] is False
+
+
+def test_pagination_that_never_ends_fails_at_the_safety_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(C, "THREAD_PAGE_SAFETY_CAP", 25)
     r = router()
     route = r.get(TPATH).mock(
-        side_effect=[_tpage(i, has_next=True, cursor=f"c{i}") for i in range(1, 30)]
+        side_effect=[_tpage(i, has_next=True, cursor=f"c{i}") for i in range(1, 40)]
     )
-    merged = _api(r).thread_schematized(UUID)
-    assert route.call_count == C.SCHEMATIZED_MAX_PAGES
-    assert merged["has_next_page"] is True
+    with pytest.raises(IncompleteThread, match="did not end after 25 pages"):
+        _api(r).thread_schematized(UUID)
+    assert route.call_count == 25
+
+
+def test_an_entry_repeated_on_a_later_page_is_kept_once() -> None:
+    r = router()
+    second = _tpage(2, has_next=False, cursor="").json()
+    second["entries"] = [{"uuid": "e1"}, *second["entries"]]
+    r.get(TPATH).mock(
+        side_effect=[_tpage(1, has_next=True, cursor="c1"), httpx.Response(200, json=second)]
+    )
+    merged = _api(r).thread(UUID)
+    assert [e["uuid"] for e in merged["entries"]] == ["e1", "e2"]
 
 
 def test_thread_not_an_object_is_schema_error() -> None:

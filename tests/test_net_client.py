@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 from email.utils import format_datetime
+from pathlib import Path
 
 import httpx
 import pytest
+import respx
 
 from pplx_export.config import NetworkSettings
 from pplx_export.errors import (
@@ -94,9 +96,85 @@ def test_retry_after_forms(headers: dict[str, str], expected: float) -> None:
         side_effect=[httpx.Response(429, headers=headers), httpx.Response(200, json={})]
     )
     clock = FakeClock()
-    client = make_client(r, runtime=make_runtime(clock=clock))
+    # A 1 s backoff base: the server's wait is above it, so it is the wait.
+    client = make_client(r, runtime=make_runtime(clock=clock), backoff_base=1.0)
     client.get(PATH)
     assert clock.slept == pytest.approx(expected)
+
+
+def _waits_between(
+    statuses: list[tuple[int, dict[str, str]]], clock: FakeClock
+) -> tuple[respx.Router, list[float]]:
+    """A router answering PATH with `statuses` in turn, and the list it fills with the
+    seconds the client asked the clock to sleep before each request after the first."""
+    waits: list[float] = []
+    answers = iter(statuses)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        waits.append(clock.slept - sum(waits))
+        status, headers = next(answers)
+        return httpx.Response(status, headers=headers, json={})
+
+    r = router()
+    r.get(PATH).mock(side_effect=answer)
+    return r, waits
+
+
+def test_429_streak_grows_the_wait_with_retry_after_as_a_floor() -> None:
+    # Issue: five "429, Retry-After: 1" in a row used to end the call after 4 x 1 s. The
+    # wait now grows as it does for 5xx (20, 60, 180, then the 300 s cap): a throttled run
+    # slows down for ~9 minutes before this call gives up.
+    clock = FakeClock()
+    r, waits = _waits_between([(429, {"Retry-After": "1"})] * 5, clock)
+    client = make_client(r, runtime=make_runtime(clock=clock), max_attempts=5)
+    with pytest.raises(RateLimited):
+        client.get(PATH)
+    assert r.routes[0].call_count == 5
+    assert waits == pytest.approx([0, 20, 60, 180, 300])
+
+
+def test_429_streak_then_success_then_the_wait_starts_over() -> None:
+    clock = FakeClock()
+    throttled = (429, {"Retry-After": "1"})
+    r, waits = _waits_between([throttled] * 3 + [(200, {}), throttled, (200, {})], clock)
+    rt = make_runtime(clock=clock)
+    client = make_client(r, runtime=rt, max_attempts=5)
+    assert client.get(PATH) == {}
+    assert rt.consecutive_failures == 0
+    assert client.get(PATH) == {}
+    assert r.routes[0].call_count == 6
+    # The streak grows the wait; the success resets the counter, so the next 429 waits the
+    # base again.
+    assert waits == pytest.approx([0, 20, 60, 180, 0, 20])
+
+
+def test_retry_after_above_the_backoff_is_the_wait() -> None:
+    clock = FakeClock()
+    r, waits = _waits_between(
+        [(429, {"Retry-After": "100"})] * 3 + [(429, {"RateLimit-Reset": "30"}), (200, {})], clock
+    )
+    client = make_client(r, runtime=make_runtime(clock=clock), max_attempts=5)
+    assert client.get(PATH) == {}
+    # max(server's wait, backoff): 100 > 20, 100 > 60, then the backoff 180 > 100, 300 (capped
+    # 540) > 30.
+    assert waits == pytest.approx([0, 100, 100, 180, 300])
+
+
+def test_5xx_retry_after_is_a_floor_too() -> None:
+    clock = FakeClock()
+    r, waits = _waits_between([(503, {"Retry-After": "1"}), (200, {})], clock)
+    client = make_client(r, runtime=make_runtime(clock=clock))
+    assert client.get(PATH) == {}
+    assert waits == pytest.approx([0, 20])
+
+
+def test_zero_cap_bounds_the_server_wait_too() -> None:
+    clock = FakeClock()
+    r, _ = _waits_between([(429, {"Retry-After": "5"})] * 2 + [(200, {})], clock)
+    client = make_client(r, runtime=make_runtime(clock=clock), backoff_cap=0.0)
+    assert client.get(PATH) == {}
+    assert r.routes[0].call_count == 3
+    assert clock.sleeps == []
 
 
 def test_retry_after_http_date() -> None:
@@ -239,6 +317,26 @@ def test_downloads_bypass_the_pacer(tmp_path: object) -> None:
     client.download("https://cdn.example.net/f.bin?Signature=s", dest)
     client.download("https://cdn.example.net/f.bin?Signature=s", dest)
     assert clock.sleeps == []
+
+
+def test_download_retries_count_their_own_attempts(tmp_path: Path) -> None:
+    cdn = "https://cdn.example.net/f.bin"
+    r = router()
+    r.get(cdn).mock(
+        side_effect=[httpx.Response(429), httpx.Response(502), httpx.Response(200, content=b"x")]
+    )
+    clock = FakeClock()
+    rt = make_runtime(clock=clock)
+    rt.record_failure()  # an API request failed just before
+    client = make_client(r, runtime=rt)
+    tmp = client.download(cdn + "?Signature=s", tmp_path / "dl")
+    assert tmp.read_bytes() == b"x"
+    assert list((tmp_path / "dl").iterdir()) == [tmp]  # the failed attempts left no temp file
+    assert r.routes[0].call_count == 3
+    # Waits by the download's own attempts (20, 60), not by the run's counter (60, 180);
+    # the API's counter is neither moved nor reset by a CDN download.
+    assert clock.slept == pytest.approx(20 + 60)
+    assert rt.consecutive_failures == 1
 
 
 def test_request_counts_per_endpoint() -> None:

@@ -18,6 +18,7 @@ from pplx_export.net.cookies import (
     SESSION_COOKIE,
     CookieSet,
     RawCookie,
+    cache_path,
     collect,
     cookie_sources,
     domain_ok,
@@ -157,9 +158,10 @@ def test_browser_loader_and_error_messages() -> None:
 def test_cache_written_0600_atomically_and_read_back(tmp_path: Path) -> None:
     cs = CookieSet({SESSION_COOKIE: SECRET}, "browser:chrome")
     path = write_cache(tmp_path, cs, "a@example.com", now=1000.0)
-    assert path == tmp_path / "index" / ".cookies.json"
+    assert path == cache_path(tmp_path)
+    assert ".cache" in path.parts and "index" not in path.parts  # outside the archive
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert [p.name for p in path.parent.iterdir()] == [".cookies.json"]  # no temp file left
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left
     doc = json.loads(path.read_text())
     assert doc == {
         "fetched_at": 1000.0,
@@ -200,14 +202,12 @@ def test_cache_overwrite_keeps_old_file_on_failure(
     monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(OSError):
         write_cache(tmp_path, CookieSet({SESSION_COOKIE: "new"}, "browser:chrome"), "", now=2.0)
-    assert json.loads((tmp_path / "index" / ".cookies.json").read_text())["cookies"] == {
-        SESSION_COOKIE: "old"
-    }
-    assert len(list((tmp_path / "index").iterdir())) == 1
+    assert json.loads(cache_path(tmp_path).read_text())["cookies"] == {SESSION_COOKIE: "old"}
+    assert len(list(cache_path(tmp_path).parent.iterdir())) == 1
 
 
 def test_corrupt_or_odd_cache_is_ignored(tmp_path: Path) -> None:
-    path = tmp_path / "index" / ".cookies.json"
+    path = cache_path(tmp_path)
     path.parent.mkdir(parents=True)
     path.write_text("{torn")
     assert read_cache(tmp_path, now=0) is None
@@ -241,3 +241,16 @@ def test_a_keyring_without_dbus_is_explained_not_shown_as_a_key_error() -> None:
     with pytest.raises(AuthError) as info:
         load_browser("chrome", loader=no_dbus)
     assert str(info.value).startswith("chrome: keyring unreachable (no desktop D-Bus session)")
+
+
+def test_a_cache_inside_the_archive_is_moved_out_on_first_use(tmp_path: Path) -> None:
+    archive = tmp_path / "archive"
+    old = archive / "index" / ".cookies.json"
+    old.parent.mkdir(parents=True)
+    doc = {"fetched_at": 1000.0, "source": "browser:chrome", "cookies": {SESSION_COOKIE: SECRET}}
+    old.write_text(json.dumps(doc))
+    back = read_cache(archive, now=1060.0)
+    assert back is not None and back.cookies == {SESSION_COOKIE: SECRET}
+    assert not old.exists()
+    assert stat.S_IMODE(cache_path(archive).stat().st_mode) == 0o600
+    assert not any(SECRET in p.read_text() for p in archive.rglob("*") if p.is_file())

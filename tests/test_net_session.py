@@ -19,6 +19,7 @@ from pplx_export.net.cookies import (
     SESSION_COOKIE,
     CookieSet,
     RawCookie,
+    cache_path,
     write_cache,
 )
 from pplx_export.perplexity import constants as C
@@ -89,7 +90,7 @@ def test_matching_account_first_try(tmp_path: Path) -> None:
     api = _open(_opts(tmp_path, "Alice@Example.com", cookies_file=f), r)
     assert api.email == "alice@example.com"
     assert r.routes[0].call_count == 1
-    assert not (tmp_path / "archive" / "index" / ".cookies.json").exists()  # files are not cached
+    assert not cache_path(tmp_path / "archive").exists()  # files are not cached
 
 
 def test_switches_to_the_configured_account(tmp_path: Path) -> None:
@@ -171,7 +172,7 @@ def test_browser_source_is_cached_0600_then_cache_is_used(tmp_path: Path) -> Non
     api = _open(opts, _router(), browser_loader=loader)
     assert api.email == "alice@example.com"
     assert calls == ["edge", "chrome", "firefox"]  # auto-detect order
-    cache = tmp_path / "archive" / "index" / ".cookies.json"
+    cache = cache_path(tmp_path / "archive")
     assert stat.S_IMODE(cache.stat().st_mode) == 0o600
     doc = json.loads(cache.read_text())
     assert doc["source"] == "browser:firefox" and doc["account_email"] == "alice@example.com"

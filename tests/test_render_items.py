@@ -5,15 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from pplx_export.models import Conversation, SubAgent
+from pplx_export.parse.views import item_view, payload_view
 from pplx_export.render.context import MAX_DEPTH, Ctx
-from pplx_export.render.items import render_item
 from pplx_export.render.labels import EN, ZH
+from pplx_export.render.tree import render_item as render_view
 from tests.render_samples import item, payload_item, text_item, wf_step
 
 
 def ctx(answer: str = "", lang: str = "en", subs: dict[str, SubAgent] | None = None) -> Ctx:
     conv = Conversation(web_uuid="w", sub_agents=subs or {})
     return Ctx(labels=EN if lang == "en" else ZH, conv=conv, answer=answer)
+
+
+def render_item(c: Ctx, raw: dict[str, Any]) -> str:
+    """The item as the renderer gets it: the parser's view of the raw dict."""
+    return render_view(c, item_view(raw))
 
 
 def test_text_variants() -> None:
@@ -161,7 +167,9 @@ def test_unknown_item_type_is_visible() -> None:
         == "*(WORKFLOW_ITEM_WIDGET: unrendered type)*"
     )
     assert render_item(ctx(), {}) == "*(?: unrendered type)*"
-    assert render_item(ctx(), "junk") == ""
+    # Items that are not objects never reach the renderer: the view skips them.
+    items = payload_view({"steps": [{"items": ["junk", {}, None]}]}).steps[0].items
+    assert [i.raw for i in items] == [{}]
 
 
 def _wp(wid: str, steps: list[dict[str, Any]], **kw: Any) -> dict[str, Any]:

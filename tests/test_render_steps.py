@@ -7,14 +7,28 @@ import json
 import pytest
 
 from pplx_export.models import Citation, Conversation, Step
+from pplx_export.parse.views import step_view
+from pplx_export.render import steps as rs
 from pplx_export.render.context import Ctx
 from pplx_export.render.labels import EN, ZH
-from pplx_export.render.steps import novel_steps, render_step, render_steps
 from tests.render_samples import text_item
 
 
 def ctx(lang: str = "en") -> Ctx:
     return Ctx(labels=EN if lang == "en" else ZH, conv=Conversation(web_uuid="w"))
+
+
+# The steps as the renderer gets them: with the parser's view of their content.
+def render_step(c: Ctx, step: Step) -> str:
+    return rs.render_step(c, step_view(step))
+
+
+def render_steps(c: Ctx, steps: list[Step]) -> str:
+    return rs.render_steps(c, [step_view(s) for s in steps])
+
+
+def novel_steps(c: Ctx, steps: list[Step], shown: str) -> list[Step]:
+    return rs.novel_steps(c, [step_view(s) for s in steps], shown)
 
 
 def r(step_type: str, content: dict[str, object] | None = None, **kw: object) -> str:
@@ -135,11 +149,9 @@ def test_novel_steps_keeps_only_unshown_content() -> None:
     )
     out = novel_steps(ctx(), [tool, thought, search, results], shown)
     assert [s.step_type for s in out] == ["ASI_TOOL_INPUT", "SEARCH_WEB", "SEARCH_RESULTS"]
-    assert [i["payload"]["text_payload"]["text"] for i in out[0].content["workflow_items"]] == [
-        "brand new"
-    ]
-    assert out[1].content["queries"] == ["fresh query"]
-    assert [r["name"] for r in out[2].content["web_results"]] == ["New"]
+    assert [i.text.text for i in out[0].body.items] == ["brand new"]
+    assert out[1].body.queries == ["fresh query"]
+    assert [link.name for link in out[2].body.links] == ["New"]
 
 
 def test_novel_steps_short_text_must_appear_verbatim() -> None:

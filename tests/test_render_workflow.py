@@ -9,11 +9,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pplx_export.models import AppendixItem, Conversation, Step, SubAgent, Turn
-from pplx_export.render import render_thread
+from pplx_export.parse.views import Builder, attach_views
+from pplx_export.render import render_thread as render_views
 from pplx_export.render.context import Ctx
 from pplx_export.render.labels import EN
-from pplx_export.render.workflow import render_wf_step
+from pplx_export.render.workflow import render_wf_step as render_step_view
 from tests.render_samples import T0, payload_item, text_item, wf_step
+
+
+def render_thread(conv: Conversation) -> dict[str, str]:
+    """Render a hand-built conversation as parse_thread would hand it over: views attached."""
+    return render_views(attach_views(conv))
+
+
+def render_wf_step(ctx: Ctx, i: int, step: dict[str, Any]) -> str:
+    return render_step_view(ctx, i, Builder().step(step))
 
 
 def _computer(turns: list[Turn], **kw: Any) -> Conversation:

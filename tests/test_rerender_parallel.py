@@ -16,7 +16,8 @@ from pplx_export.cli.export import main
 from pplx_export.models import Conversation
 from pplx_export.sync import rerender as rerender_mod
 from pplx_export.sync.assemble import Engine
-from pplx_export.sync.rerender import auto_jobs, guided_chunks, rerender
+from pplx_export.sync.rerender import rerender
+from pplx_export.sync.rerender_pool import auto_jobs, guided_chunks
 from pplx_export.util.atomic import read_with_stat
 from tests import archive_fakes
 from tests.archive_fakes import FAKE_ENGINE, make_thread, snapshot

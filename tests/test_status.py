@@ -189,7 +189,10 @@ def test_status_json_cli(archive: tuple[Path, Path], no_network: None) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["verbosity"] == 1
-    assert set(doc) == {"archive", "now", "verbosity", "accounts", "state", "errors"}
+    assert set(doc) == {
+        *("archive", "now", "verbosity", "accounts", "state", "errors"),
+        *("tombstoned", "credit_usage"),
+    }
     assert by_account(doc)["alice"]["next_batch"]["todo"][0]["title"] == "Brand new [draft]"
 
 

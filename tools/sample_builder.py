@@ -48,6 +48,25 @@ CDN = "https://cdn.example.com/emu"
 
 SPACE_OCEAN = {"uuid": uid("space:ocean"), "title": "Ocean Notes", "slug": "ocean-notes-4b1e0a"}
 SPACE_KITCHEN = {"uuid": uid("space:kitchen"), "title": "Kitchen Lab", "slug": "kitchen-lab-9c7d21"}
+# Shared with other members (bob writes there too) and, below, one alice can no longer see.
+SPACE_GARDEN = {"uuid": uid("space:garden"), "title": "Garden Club", "slug": "garden-club-2f81c4"}
+SPACE_ROADMAP = {"uuid": uid("space:roadmap"), "title": "Team Roadmap",
+                 "slug": "team-roadmap-7a3e55"}  # fmt: skip
+OTHER_AUTHOR = "bob"
+SPACE_PEOPLE = {
+    "alice": {"username": "alice", "email": "alice@example.com", "name": "Alice Example"},
+    "bob": {"username": "bob", "email": "bob@example.com", "name": "Bob Rivera"},
+    "carol": {"username": "carol", "email": "carol@example.com", "name": "Carol Diaz"},
+    "dave": {"username": "dave", "email": "dave@example.com", "name": "Dave Okafor"},
+    "erin": {"username": "erin", "email": "erin@example.com", "name": "Erin Walsh"},
+}
+SPACE_ROLES: dict[str, tuple[str, list[tuple[str, int]]]] = {
+    # space uuid -> (owner, [(contributor, permission)]): 3 can manage, 2 can edit, 1 can view
+    SPACE_GARDEN["uuid"]: ("alice", [("dave", 3), ("bob", 2), ("carol", 1)]),
+    SPACE_ROADMAP["uuid"]: ("erin", [("bob", 2)]),
+}
+EMOJI = {SPACE_OCEAN["uuid"]: "1f30a", SPACE_GARDEN["uuid"]: "1f331",
+         SPACE_ROADMAP["uuid"]: "1f5fa"}  # fmt: skip
 
 
 @dataclass
@@ -60,6 +79,7 @@ class SampleThread:
     blocks: JSON | None = None
     space: JSON | None = None
     report_info: JSON | None = None
+    author: str = AUTHOR
 
     @property
     def uuid(self) -> str:
@@ -71,22 +91,18 @@ class SampleThread:
 
 
 def _collection_info(space: JSON) -> JSON:
+    owner, members = SPACE_ROLES.get(space["uuid"], (AUTHOR, []))
     return {
         "uuid": space["uuid"],
         "slug": space["slug"],
         "title": space["title"],
         "description": f"Threads collected under {space['title']}.",
-        "emoji": "1f30a" if space is SPACE_OCEAN else "1f9c2",
+        "emoji": EMOJI.get(space["uuid"], "1f9c2"),
         "access": 1,
         "user_permission": 4,
         "max_contributors": 5,
-        "owner_user": {
-            "username": AUTHOR,
-            "email": "alice@example.com",
-            "name": "Alice Example",
-            "permission": 4,
-        },
-        "contributor_users": [],
+        "owner_user": {**SPACE_PEOPLE[owner], "permission": 4},
+        "contributor_users": [{**SPACE_PEOPLE[name], "permission": p} for name, p in members],
     }
 
 
@@ -790,6 +806,79 @@ def bayes() -> SampleThread:
     return t
 
 
+# -- spaces and relations --------------------------------------------------------------------
+
+
+def _one_turn(t: SampleThread, query: str, answer: str, created: str, **extra: Any) -> JSON:
+    return {
+        "thread_metadata": _meta(t.title, "1", created, t.last_updated),
+        "entries": [
+            _entry(t, 1, query, [initial_query(query), final(answer)], created, t.last_updated,
+                   "SEARCH", "pplx_pro", **extra)
+        ],
+        "background_entries": [],
+    }  # fmt: skip
+
+
+def raised_bed() -> SampleThread:
+    """Garden Club (shared); the answer links the tides thread with an upper-case UUID."""
+    t = SampleThread("raised-bed", "How deep should a raised garden bed be?", "search",
+                     "2026-11-12T17:40:02.500000Z", {}, None, SPACE_GARDEN)  # fmt: skip
+    tides_link = f"https://www.perplexity.ai/search/{uid('thread:tides').upper()}"
+    answer = (
+        "For most vegetables **30 cm (12 in)** of loose soil is enough; root crops such as "
+        "carrots and parsnips do better with **45 cm (18 in)**.\n\n"
+        "- Line the bottom with cardboard rather than plastic so water drains.\n"
+        "- On a coastal plot, salt spray matters more than depth (see the earlier notes on "
+        f"[how tides work]({tides_link}))."
+    )
+    t.plain = _one_turn(t, t.title, answer, "2026-11-12T17:39:40.000000Z")
+    return t
+
+
+def tomatoes() -> SampleThread:
+    """bob's thread in Garden Club: only the space listing shows it to alice."""
+    t = SampleThread("tomatoes", "Which tomato varieties ripen earliest?", "search",
+                     "2026-11-13T09:05:11.250000Z", {}, None, SPACE_GARDEN,
+                     author=OTHER_AUTHOR)  # fmt: skip
+    answer = (
+        "Early varieties such as **Stupice**, **Glacier** and **Sub-Arctic Plenty** ripen in "
+        "55-60 days from transplanting. They fit the 30 cm beds from Alice's thread "
+        f"{uid('thread:raised-bed')} if staked."
+    )
+    t.plain = _one_turn(t, t.title, answer, "2026-11-13T09:04:50.000000Z",
+                        author_username=OTHER_AUTHOR,
+                        author_id="00000000-0000-4000-8000-00000000e002")  # fmt: skip
+    return t
+
+
+def roadmap() -> SampleThread:
+    """In Team Roadmap, a space alice can no longer view."""
+    t = SampleThread("roadmap", "Summarise the Q3 roadmap review", "search",
+                     "2026-09-18T14:22:09.000000Z", {}, None, SPACE_ROADMAP)  # fmt: skip
+    answer = (
+        "Three themes came out of the Q3 review: ship offline sync, cut the onboarding steps "
+        "from seven to four, and retire the legacy export format by the end of the year."
+    )
+    t.plain = _one_turn(t, t.title, answer, "2026-09-18T14:21:30.000000Z")
+    return t
+
+
+WEATHER_QUERIES = (
+    # One prompt three times (two scheduled-task runs, then by hand): relations chains them.
+    ("weather-1", "What's the weather outlook for the weekend?", "2026-11-06", "perplexity_tasks"),
+    ("weather-2", "what's the weather outlook for the weekend", "2026-11-13", "perplexity_tasks"),
+    ("weather-3", "WHAT'S THE   WEATHER OUTLOOK FOR THE WEEKEND?!", "2026-11-20", "default"),
+)
+
+
+def weather(key: str, query: str, day: str, source: str) -> SampleThread:
+    t = SampleThread(key, "Weekend weather outlook", "search", f"{day}T07:00:05.000000Z", {})
+    answer = f"Mild and mostly dry on Saturday, showers likely on Sunday afternoon ({day})."
+    t.plain = _one_turn(t, query, answer, f"{day}T07:00:00.000000Z", query_source=source)
+    return t
+
+
 # -- writing ---------------------------------------------------------------------------------
 
 
@@ -809,6 +898,10 @@ def all_threads() -> list[SampleThread]:
         simple_search("summer", "Weekend trip ideas from last summer",
                       "2026-07-28T11:05:19.880000Z",
                       "A coastal walk, a lake swim and a night in a mountain hut."),
+        raised_bed(),
+        tomatoes(),
+        roadmap(),
+        *(weather(*spec) for spec in WEATHER_QUERIES),
     ]  # fmt: skip
 
 
@@ -839,7 +932,7 @@ def build(root: Path) -> list[SampleThread]:
     threads = all_threads()
     for t in threads:
         directory = (
-            root / AUTHOR / t.mode / f"{t.last_updated[:10]}_{slugify(t.title)}_{t.uuid[:8]}"
+            root / t.author / t.mode / f"{t.last_updated[:10]}_{slugify(t.title)}_{t.uuid[:8]}"
         )
         directory.mkdir(parents=True)
         url_kind = "computer/tasks" if t.mode == "computer" else "search"
@@ -849,8 +942,8 @@ def build(root: Path) -> list[SampleThread]:
             "url": f"https://www.perplexity.ai/{url_kind}/{t.uuid}",
             "title": t.title,
             "mode": t.mode,
-            "author": AUTHOR,
-            "export_via": AUTHOR,
+            "author": t.author,
+            "export_via": t.author,
             "space": t.space,
             "lastUpdated": t.last_updated,
             "threadAccess": None,
@@ -870,7 +963,12 @@ def build(root: Path) -> list[SampleThread]:
         "expired": [uid("thread:summer")],
         "expired_assets": [uid("asset:field-measurements")],
         "asset_bodies": {uid("asset:report:v1"): REPORT_V1, uid("asset:report:v2"): REPORT_V2},
-        "forbidden_spaces": [],
+        # alice left Team Roadmap (her old thread is still in it); her second account bob
+        # still sees it, so `spaces --fetch-meta` gets its metadata through bob.
+        "forbidden_spaces": [SPACE_ROADMAP["slug"]],
+        "space_viewers": {SPACE_ROADMAP["slug"]: [SPACE_PEOPLE["bob"]["email"]]},
+        # bob's thread in the shared Garden Club: in the space's listing, not in alice's library
+        "space_only": [uid("thread:tomatoes")],
     }
     _dump(root / "_emulator.json", manifest, indent=1)
     return threads

@@ -138,6 +138,11 @@ def _version_entry(a: Asset, old: JSON | None) -> JSON:
         entry["asset_expired"] = True
     if a.extracted_inline and a.filename:
         entry["filename"] = a.filename
+    # Recorded by assets-backfill with its download: still true while the file is the same.
+    if entry["downloaded_to"] and entry["downloaded_to"] == old.get("downloaded_to"):
+        for key in ("size", "sha256"):
+            if key in old:
+                entry[key] = old[key]
     return entry
 
 

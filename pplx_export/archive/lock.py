@@ -41,15 +41,20 @@ def archive_lock(root: Path, held: set[str] | None = None) -> Iterator[None]:
     if held is not None and key in held:
         yield
         return
-    if fcntl is None or not Path(root).is_dir():
-        if fcntl is None:
-            log.debug("no fcntl here: %s is not locked", root)
+    if fcntl is None:
+        log.debug("no fcntl here: %s is not locked", root)
         yield
         return
     index = Path(root) / "index"
-    index.mkdir(exist_ok=True)
     path = index / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        # A brand-new archive is locked too: two first runs must not both start writing.
+        index.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise ArchiveError(
+            f"cannot write to archive {Path(root).resolve()}: {exc.strerror}"
+        ) from exc
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -36,7 +36,10 @@ _SLUG_BAD = re.compile(r"[^\w\u4e00-\u9fff-]+")
 _STEM_BAD = re.compile(r"[^\w\u4e00-\u9fff.-]+")
 _UUID_BAD = re.compile(r"[^0-9A-Za-z-]")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_WIN_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?", re.IGNORECASE)
+# Windows reserves these device names whatever follows the first dot (`CON.pdf`, `aux.tar.gz`).
+_WIN_RESERVED = re.compile(r"con|prn|aux|nul|com[0-9]|lpt[0-9]", re.IGNORECASE)
+# What counts as a file extension worth keeping when a long name is cut.
+_EXT = re.compile(r"\.[0-9A-Za-z]{1,16}$")
 
 
 def cap_bytes(text: str, limit: int = MAX_COMPONENT_BYTES) -> str:
@@ -53,8 +56,9 @@ def _harden(name: str, fallback: str, limit: int) -> str:
     name = cap_bytes(name.lstrip(". "), limit).rstrip(". ")
     if not name:
         return fallback
-    if _WIN_RESERVED.fullmatch(name):
-        name = cap_bytes(name + "_", limit)
+    head, dot, rest = name.partition(".")
+    if _WIN_RESERVED.fullmatch(head):
+        name = cap_bytes(f"{head}_{dot}{rest}", limit)
     return name
 
 
@@ -77,6 +81,19 @@ def safe_stem(name: str | None, limit: int = MAX_STEM_BYTES) -> str:
     """§6.11 `safe_stem`, plus: no leading dots (so never `.`/`..`), byte cap."""
     out = _STEM_BAD.sub("_", name or "")
     return _harden(out, "file", limit)
+
+
+def safe_file_name(name: str | None, limit: int = MAX_COMPONENT_BYTES - 5) -> str:
+    """`safe_stem` for a whole file name: a name cut to `limit` bytes keeps its extension.
+
+    The default leaves room for `_unique_name`'s `_<uuid8>` within the 255-byte component.
+    """
+    cleaned = _STEM_BAD.sub("_", name or "")
+    if len(cleaned.encode("utf-8")) <= limit:
+        return _harden(cleaned, "file", limit)
+    match = _EXT.search(cleaned)
+    ext = match.group(0) if match and match.start() > 0 else ""
+    return _harden(cleaned[: len(cleaned) - len(ext)], "file", limit - len(ext)) + ext
 
 
 def uuid8(web_uuid: str) -> str:

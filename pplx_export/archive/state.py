@@ -3,7 +3,8 @@
 Version 1 on disk: `{"version": 1, "threads": {web_uuid: record}}`; a record is
 `{status, lastUpdated, title[:80], ...}` plus, by status:
 
-    ok       exported_at, dir? (thread directory relative to the archive root)
+    ok       exported_at, dir? (thread directory relative to the archive root), note? (kept
+             but flagged: e.g. its schematized listing ended early)
     error    failed_at, error[:300]
     expired  expired_at, note
     deleted  deleted_at, note
@@ -15,25 +16,25 @@ The state is saved durably after every change, and a thread is marked ok only by
 after all its files are on disk (mark done after the write is durable). A corrupt file is
 moved to `batch_state.json.corrupt-<epoch>` and the state is rebuilt from the `thread.json`
 files on disk, with a warning: losing the state must never mean losing track of exported
-threads, and a blank state would silently re-export the whole library.
+threads, and a blank state would silently re-export the whole library. The directories are
+read by `archive/scan.py`; `archive/state_check.py` says where state and disk disagree.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pplx_export.archive.library_index import INDEX_DIR, move_aside
+from pplx_export.archive.scan import newest, scan_thread_dirs
 from pplx_export.errors import ArchiveError
-from pplx_export.parse.last_updated import normalize_last_updated
 from pplx_export.util.atomic import write_if_changed
 from pplx_export.util.lenient import as_str
-from pplx_export.util.timefmt import format_utc, parse_time
+from pplx_export.util.timefmt import format_utc
 
 log = logging.getLogger(__name__)
 
@@ -54,56 +55,7 @@ def _now(now: datetime | None) -> str:
     return format_utc(now if now is not None else datetime.now(UTC))
 
 
-# ------------------------------------------------------------------ thread.json on disk
-
-
-@dataclass
-class DiskThread:
-    uuid: str
-    dir: Path
-    last_updated: str
-    title: str
-    mode: str
-    exported_at: str
-
-
-def scan_thread_dirs(root: Path) -> tuple[dict[str, list[DiskThread]], list[Path]]:
-    """Every `<root>/*/*/*/thread.json`: {web_uuid: [threads]} and the unreadable files.
-
-    A UUID may own several directories (the date part of the name moved); callers decide.
-    """
-    found: dict[str, list[DiskThread]] = {}
-    unreadable: list[Path] = []
-    for path in sorted(Path(root).glob("*/*/*/thread.json")):
-        if path.parts[-4] == INDEX_DIR:
-            continue
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            unreadable.append(path)
-            continue
-        uuid = as_str(doc.get("web_uuid")) if isinstance(doc, dict) else ""
-        if not uuid or not isinstance(doc, dict):
-            unreadable.append(path)
-            continue
-        found.setdefault(uuid, []).append(
-            DiskThread(
-                uuid=uuid,
-                dir=path.parent,
-                last_updated=as_str(doc.get("lastUpdated")),
-                title=as_str(doc.get("title")),
-                mode=as_str(doc.get("mode")) or path.parts[-3],
-                exported_at=as_str(doc.get("exported_at")),
-            )
-        )
-    return found, unreadable
-
-
-def _newest(threads: list[DiskThread]) -> DiskThread:
-    return max(
-        threads,
-        key=lambda t: parse_time(t.last_updated) or datetime.min.replace(tzinfo=UTC),
-    )
+# ------------------------------------------------------------------ rebuilt from disk
 
 
 def rebuild_from_disk(root: Path, *, now: datetime | None = None) -> dict[str, Record]:
@@ -114,7 +66,7 @@ def rebuild_from_disk(root: Path, *, now: datetime | None = None) -> dict[str, R
     stamp = _now(now)
     records: dict[str, Record] = {}
     for uuid, threads in found.items():
-        thread = _newest(threads)
+        thread = newest(threads)
         records[uuid] = {
             "status": "ok",
             "lastUpdated": thread.last_updated,
@@ -180,7 +132,10 @@ class BatchState:
 
     @classmethod
     def load(cls, root: Path, *, repair: bool = True, now: datetime | None = None) -> BatchState:
-        """Read the state of the archive at `root`. Missing -> empty.
+        """Read the state of the archive at `root`.
+
+        Missing -> rebuilt from the thread.json files on disk (empty for a new archive): a
+        deleted or lost state file must not cost a re-download of every archived thread.
 
         Corrupt (bad JSON, wrong shape) -> moved aside, rebuilt from the thread.json files on
         disk (plus any record of the old file that still parses, for threads not on disk:
@@ -192,6 +147,16 @@ class BatchState:
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
+            state.threads = rebuild_from_disk(root, now=now)
+            if state.threads:
+                state.rebuilt = True
+                log.warning(
+                    "batch state %s is missing; rebuilt from disk (%d threads)",
+                    path,
+                    len(state.threads),
+                )
+                if repair:
+                    state.save()
             return state
         try:
             text = raw.decode("utf-8")
@@ -264,6 +229,7 @@ class BatchState:
         title: str,
         dir: str | None = None,
         now: datetime | None = None,
+        note: str = "",
     ) -> None:
         record: Record = {
             "status": "ok",
@@ -273,6 +239,8 @@ class BatchState:
         }
         if dir:
             record["dir"] = dir
+        if note:  # kept but flagged, e.g. a schematized listing that ended early
+            record["note"] = note[:ERROR_MAX]
         self._set(uuid, record)
 
     def mark_error(
@@ -337,63 +305,3 @@ class BatchState:
                 "note": note,
             },
         )
-
-
-# ------------------------------------------------------------------ state vs directories
-
-
-@dataclass
-class StateCheck:
-    """Disagreements between the state file and the thread directories."""
-
-    ok_without_dir: list[str] = field(default_factory=list)  # state ok, no thread.json
-    untracked: list[str] = field(default_factory=list)  # thread.json on disk, no state record
-    stale: list[str] = field(default_factory=list)  # state ok, lastUpdated differs from disk
-    duplicates: list[str] = field(default_factory=list)  # one UUID, several directories
-    unreadable: list[str] = field(default_factory=list)  # thread.json that does not parse
-
-    @property
-    def ok(self) -> bool:
-        return not (
-            self.ok_without_dir
-            or self.untracked
-            or self.stale
-            or self.duplicates
-            or self.unreadable
-        )
-
-    def to_json(self) -> dict[str, list[str]]:
-        return {
-            "ok_without_dir": self.ok_without_dir,
-            "untracked": self.untracked,
-            "stale": self.stale,
-            "duplicates": self.duplicates,
-            "unreadable": self.unreadable,
-        }
-
-
-def check_state_vs_dirs(root: Path, threads: Mapping[str, Mapping[str, Any]]) -> StateCheck:
-    """Do the state records and the thread directories under `root` agree?
-
-    Tombstoned threads (`deleted`) keep their files on purpose and errors may have an older
-    export on disk, so only `ok` is required to match a directory; a directory whose thread
-    is `deleted`/`expired`/`error` in the state is not a disagreement.
-    """
-    found, unreadable = scan_thread_dirs(root)
-    check = StateCheck(unreadable=[p.relative_to(root).as_posix() for p in unreadable])
-    for uuid, record in sorted(threads.items()):
-        if as_str(record.get("status")) != "ok":
-            continue
-        on_disk = found.get(uuid)
-        if not on_disk:
-            check.ok_without_dir.append(uuid)
-        elif normalize_last_updated(record.get("lastUpdated")) != normalize_last_updated(
-            _newest(on_disk).last_updated
-        ):
-            check.stale.append(uuid)
-    for uuid, on_disk in sorted(found.items()):
-        if uuid not in threads:
-            check.untracked.append(uuid)
-        if len(on_disk) > 1:
-            check.duplicates.append(uuid)
-    return check

@@ -43,6 +43,26 @@ def sweep_temp_files(directory: Path, *, recursive: bool = True) -> int:
     return removed
 
 
+def sweep_archive(root: Path) -> int:
+    """One walk of the whole archive, once per run: torn temp files anywhere and trash
+    directories of killed merges, including in threads this run will not touch (the
+    per-thread sweeps only see the threads they export). Returns how many were removed."""
+    removed = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames:
+            if name.startswith(TEMP_PREFIX):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(dirpath, name))
+                    removed += 1
+        for name in [d for d in dirnames if d.startswith(TRASH_PREFIX)]:
+            dirnames.remove(name)  # do not walk into what is being removed
+            shutil.rmtree(os.path.join(dirpath, name), ignore_errors=True)
+            removed += 1
+    if removed:
+        log.info("removed %d leftover temp file(s) and trash director(ies) in %s", removed, root)
+    return removed
+
+
 def _only_temp_files(directory: Path) -> bool:
     return all(name.startswith(TEMP_PREFIX) for _, _, names in os.walk(directory) for name in names)
 

@@ -222,6 +222,27 @@ def prepare_thread_dir(
     return target, merged
 
 
+@dataclass(frozen=True)
+class FastPath:
+    """What re-render has already read from, or checked about, the directory it writes in
+    place, so that the writer does not do it again (the fast path of a no-change re-render).
+
+    `inside_root`: the listing reached the directory without a symlink, so it lies plainly
+    inside the root (spares `ensure_inside`). `thread_doc`: the thread.json on disk, as
+    parsed (not read twice), and `thread_stat` the `(size, mtime_ns)` it was read at.
+    `recorded`: the directory's render_state entry, whose digests let unchanged files be
+    recognised without reading them.
+    """
+
+    inside_root: bool = False
+    thread_doc: JSON | None = None
+    thread_stat: tuple[int, int] | None = None
+    recorded: JSON | None = None
+
+
+NO_FAST_PATH = FastPath()
+
+
 def write_thread(
     root: Path,
     conv: Conversation,
@@ -231,14 +252,11 @@ def write_thread(
     source: str,
     report_body: str | None = None,
     dest: Path | None = None,
-    dest_checked: bool = False,
     redact: bool = True,
     log_variants: bool = True,
     dry_run: bool = False,
     now: datetime | None = None,
-    existing_doc: JSON | None = None,
-    existing_stat: tuple[int, int] | None = None,
-    recorded: JSON | None = None,
+    fast: FastPath = NO_FAST_PATH,
 ) -> WriteResult:
     """Write one thread's directory and return what changed.
 
@@ -249,15 +267,8 @@ def write_thread(
     directory (re-render writes in place); otherwise it is derived from the conversation and
     older directories of the same thread are merged into it. With `log_variants` the
     answer-variant warnings and log lines are emitted here; a parallel re-render passes
-    False and does it in the parent from `variant_hits`.
-
-    `dest_checked` says the caller knows `dest` lies plainly inside root (re-render's
-    listing saw no symlink on the way), sparing `ensure_inside`.
-
-    Re-render passes what it has already read: `existing_doc` (the thread.json on disk, so it
-    is not read twice) with `existing_stat`, the `(size, mtime_ns)` it was read at, and
-    `recorded` (the directory's render_state entry, whose digests let unchanged files be
-    recognised without reading them).
+    False and does it in the parent from `variant_hits`. `fast` is what re-render already
+    knows about `dest` (see `FastPath`).
     """
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, not {source!r}")
@@ -267,81 +278,29 @@ def write_thread(
     if dest is None:
         directory, merged = prepare_thread_dir(root, conv, account_folder, dry_run=dry_run)
     else:
-        directory = _as_path(dest)
-        if not dest_checked:
+        directory, merged = _as_path(dest), []
+        if not fast.inside_root:
             ensure_inside(root, directory)
-        merged = []
     result = WriteResult(directory=directory, merged_from=merged)
-    # Online, thread.json and the manifest record new state (export stamp, downloads) and
-    # are durable; offline only their derived keys change, which a re-render can redo.
-    online = source == "online"
     sink = _Sink(directory, result, dry_run)
-
-    existing = existing_doc
-    if existing is None:
-        try:
-            existing_text = (directory / THREAD_JSON).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            existing_text = None
-        except OSError as exc:
-            raise ArchiveError(f"cannot read {directory / THREAD_JSON}: {exc}") from exc
-        existing = load_json_dict(existing_text) if existing_text is not None else None
-        if existing_text is not None and existing is None:
-            log.warning("%s: thread.json is not a JSON object, rebuilding it", directory)
+    existing = fast.thread_doc if fast.thread_doc is not None else _read_thread_json(directory)
     if existing is not None and existing.get("web_uuid") not in (None, conv.web_uuid):
         # Same date, slug and uuid8 as another thread: never write over its files.
         raise ArchiveError(
             f"{directory} belongs to thread {existing.get('web_uuid')}, not {conv.web_uuid}"
         )
-
     # 1. Raw files first: they are the fidelity anchor.
     _write_raw(sink, conv, source=source, redact=redact)
     if report_body is not None:
         sink.put(REPORT_SOURCE, report_body, durable=True)
-
     # 2. Inline assets, derived files, stale turn files.
-    derived: list[tuple[str, bytes]] = []
-    names = asset_files.inline_file_names(conv.assets)
-    for a in asset_files.inline_assets(conv.assets):
-        rel = f"{asset_files.FILES_DIR}/{names[id(a)]}"
-        derived.append((rel, a.inline_content.encode("utf-8")))
-        a.downloaded_to = rel
-    derived += [(rel, rendered[rel].encode("utf-8")) for rel in sorted(rendered)]
-    if not sink.put_derived(derived, recorded_outputs(recorded)):
-        try:
-            turn_names = os.listdir(sink.base + "turns")
-        except (FileNotFoundError, NotADirectoryError):
-            turn_names = []
-        for name in sorted(turn_names):
-            rel = f"turns/{name}"
-            if name.startswith("turn_") and name.endswith(".md") and rel not in rendered:
-                sink.remove(rel)
-        sink.stamp_outputs(derived)
-
-    # 3. Manifest (state: downloads and expiry flags), then thread.json.
-    old_manifest, manifest_stat = asset_files.read_manifest(directory)
-    manifest = asset_files.build_manifest(conv.assets, directory, old_manifest)
-    if manifest is not None:
-        _put_json(
-            sink,
-            asset_files.MANIFEST,
-            manifest,
-            old_manifest,
-            asset_files.dump_manifest,
-            durable=online,
-            known=recorded_file(recorded, asset_files.MANIFEST),
-            on_disk_stat=manifest_stat,
-        )
-    elif manifest_stat is None:
-        result.absent.add(asset_files.MANIFEST)
-    exported_at: str | None
-    if source == "online":
-        exported_at = conv.exported_at or format_utc(now or datetime.now(UTC))
-    elif existing is not None and "exported_at" in existing:
-        exported_at = existing["exported_at"]
-    else:
-        exported_at = conv.exported_at or None
-    doc = build_thread_json(conv, existing, exported_at=exported_at)
+    _write_derived(sink, conv, rendered, recorded_outputs(fast.recorded))
+    # 3. Manifest (state: downloads and expiry flags), then thread.json. Online they record
+    # new state (export stamp, downloads) and are durable; offline only their derived keys
+    # change, which a re-render can redo.
+    online = source == "online"
+    _write_manifest(sink, conv, durable=online, recorded=fast.recorded)
+    doc = build_thread_json(conv, existing, exported_at=_exported_at(conv, existing, source, now))
     _put_json(
         sink,
         THREAD_JSON,
@@ -349,19 +308,94 @@ def write_thread(
         existing,
         dump_thread_json,
         durable=online,
-        known=recorded_file(recorded, THREAD_JSON),
-        on_disk_stat=existing_stat,
+        known=recorded_file(fast.recorded, THREAD_JSON),
+        on_disk_stat=fast.thread_stat,
     )
-
     # 4. Answer variants: warn on every online fetch, offline only when the list changed.
-    records = variant_records(conv.web_uuid, conv.title, conv.answer_variants)
-    old_variants = (existing or {}).get("answer_variants") or []
-    if records and (source == "online" or old_variants != conv.answer_variants):
-        result.variant_hits = records
+    result.variant_hits = _variant_hits(conv, existing, online)
     if log_variants and result.variant_hits and not dry_run:
         warn_variants(result.variant_hits)
-        append_variant_log(root, records, source=source, now=now)
+        append_variant_log(root, result.variant_hits, source=source, now=now)
     return result
+
+
+def _variant_hits(conv: Conversation, existing: JSON | None, online: bool) -> list[JSON]:
+    records = variant_records(conv.web_uuid, conv.title, conv.answer_variants)
+    old_variants = (existing or {}).get("answer_variants") or []
+    if records and (online or old_variants != conv.answer_variants):
+        return records
+    return []
+
+
+def _read_thread_json(directory: Path) -> JSON | None:
+    """The thread.json in `directory` as a dict; None when missing or not a JSON object."""
+    try:
+        text = (directory / THREAD_JSON).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ArchiveError(f"cannot read {directory / THREAD_JSON}: {exc}") from exc
+    doc = load_json_dict(text)
+    if doc is None:
+        log.warning("%s: thread.json is not a JSON object, rebuilding it", directory)
+    return doc
+
+
+def _write_derived(
+    sink: _Sink, conv: Conversation, rendered: Mapping[str, str], recorded_stamp: str
+) -> None:
+    """Inline assets and the rendered files; turn files this render did not produce go."""
+    derived: list[tuple[str, bytes]] = []
+    names = asset_files.inline_file_names(conv.assets)
+    for a in asset_files.inline_assets(conv.assets):
+        rel = f"{asset_files.FILES_DIR}/{names[id(a)]}"
+        derived.append((rel, a.inline_content.encode("utf-8")))
+        a.downloaded_to = rel
+    derived += [(rel, rendered[rel].encode("utf-8")) for rel in sorted(rendered)]
+    if sink.put_derived(derived, recorded_stamp):
+        return
+    try:
+        turn_names = os.listdir(sink.base + "turns")
+    except (FileNotFoundError, NotADirectoryError):
+        turn_names = []
+    for name in sorted(turn_names):
+        rel = f"turns/{name}"
+        if name.startswith("turn_") and name.endswith(".md") and rel not in rendered:
+            sink.remove(rel)
+    sink.stamp_outputs(derived)
+
+
+def _write_manifest(
+    sink: _Sink, conv: Conversation, *, durable: bool, recorded: JSON | None
+) -> None:
+    old_manifest, manifest_stat = asset_files.read_manifest(sink.directory)
+    manifest = asset_files.build_manifest(conv.assets, sink.directory, old_manifest)
+    if manifest is not None:
+        _put_json(
+            sink,
+            asset_files.MANIFEST,
+            manifest,
+            old_manifest,
+            asset_files.dump_manifest,
+            durable=durable,
+            known=recorded_file(recorded, asset_files.MANIFEST),
+            on_disk_stat=manifest_stat,
+        )
+    elif manifest_stat is None:
+        sink.result.absent.add(asset_files.MANIFEST)
+
+
+def _exported_at(
+    conv: Conversation, existing: JSON | None, source: str, now: datetime | None
+) -> str | None:
+    """Online: stamped now (unless the conversation carries one). Offline: kept as on disk;
+    an old archive without one gets the conversation's, or null (never invented)."""
+    if source == "online":
+        return conv.exported_at or format_utc(now or datetime.now(UTC))
+    if existing is not None and "exported_at" in existing:
+        value: str | None = existing["exported_at"]
+        return value
+    return conv.exported_at or None
 
 
 def _put_json(

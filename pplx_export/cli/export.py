@@ -12,8 +12,9 @@ from rich.console import Console
 
 from pplx_export import __version__
 from pplx_export.cli.find import search, verify
-from pplx_export.cli.options import PplxGroup, common_options
+from pplx_export.cli.options import PplxGroup, common_options, creates_config
 from pplx_export.cli.output import emit_json, print_lines, report_run
+from pplx_export.cli.spaces import register as register_space_commands
 from pplx_export.context import RunOptions
 from pplx_export.models import MODES
 from pplx_export.sync.status import collect_status, print_status
@@ -135,6 +136,13 @@ def batch_options(func: Callable[..., Any]) -> Callable[..., Any]:
                 "--mode", type=click.Choice(MODES), default=None, help="Only threads of this mode."
             ),
             click.option("--since", default=None, help="Only threads updated on/after DATE."),
+            click.option(
+                "--space",
+                default=None,
+                metavar="SLUG",
+                help="Export the threads of this space's listing (run `space-index` first), "
+                "other members' threads included.",
+            ),
             click.option("--dry-run", is_flag=True, help="Print the plan; fetch nothing."),
             click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout."),
         ]
@@ -156,15 +164,174 @@ def batch(opts: RunOptions, dry_run: bool, as_json: bool, **filters: Any) -> Non
 
 @main.command()
 @click.option("--full", is_flag=True, help="Full index sweep and no early stop.")
-@click.option("--check-deleted", is_flag=True, help="Not available yet.")
-@click.option("--refresh-spaces", is_flag=True, help="Not available yet.")
+@click.option(
+    "--check-deleted", is_flag=True, help="Then `sync-deleted --online` (--full includes it)."
+)
+@click.option(
+    "--refresh-spaces",
+    is_flag=True,
+    help="Afterwards run `spaces --fetch-meta` and `sync-space` (--full does too).",
+)
 @common_options
 def sync(opts: RunOptions, full: bool, check_deleted: bool, refresh_spaces: bool) -> None:
-    """The cron command: index, then batch."""
+    """The cron command: index, then batch (then the deletion check, if asked)."""
     from pplx_export.sync.batch import run_sync
 
     result = run_sync(opts, full=full, check_deleted=check_deleted, refresh_spaces=refresh_spaces)
     _report_batch(result, as_json=False, quiet=opts.quiet)
+
+
+@main.command("sync-deleted")
+@click.option("--online", is_flag=True, help="Confirm each candidate and tombstone it.")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N candidates.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@common_options
+def sync_deleted(opts: RunOptions, online: bool, limit: int | None, as_json: bool) -> None:
+    """Find exported threads absent from every account's index; --online confirms them.
+
+    Confirmed deletions get state `deleted` and `remote_deleted` in thread.json; no file is
+    ever deleted or moved.
+    """
+    from pplx_export.sync.deleted import run_sync_deleted
+
+    result = run_sync_deleted(opts, online=online, limit=limit)
+    if not as_json:
+        print_lines(result.lines())
+    report_run(
+        result.line(),
+        result.left,
+        quiet=opts.quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=(
+            f"{result.failed} candidate(s) could not be checked; rerun to retry them"
+            if result.failed
+            else ""
+        ),
+    )
+
+
+@main.command("usage-backfill")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N threads.")
+@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@common_options
+def usage_backfill(opts: RunOptions, limit: int | None, as_json: bool) -> None:
+    """Credit usage per thread into index/credit_usage_<account>.json (every account).
+
+    Resumable: threads already recorded (or forbidden for their account) are not asked again.
+    """
+    from pplx_export.sync.usage import run_usage_backfill
+
+    result = run_usage_backfill(opts, limit=limit)
+    report_run(
+        result.line(),
+        result.failures,
+        quiet=opts.quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=(
+            f"{result.failed} thread(s) failed; rerun to retry them" if result.failed else ""
+        ),
+    )
+
+
+@main.command("assets-backfill")
+@click.option(
+    "--fetch-blocks", is_flag=True, help="Fetch missing raw_blocks.json (earlier tool's archives)."
+)
+@click.option("--online", is_flag=True, help="Download missing files through fresh signed URLs.")
+@click.option(
+    "--limit", type=click.IntRange(min=0), default=None, help="At most N threads per phase."
+)
+@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@common_options
+def assets_backfill(
+    opts: RunOptions, fetch_blocks: bool, online: bool, limit: int | None, as_json: bool
+) -> None:
+    """Complete thread assets: inline files and manifests offline; blocks and files online."""
+    from pplx_export.sync.assets_backfill import run_assets_backfill
+
+    result = run_assets_backfill(opts, fetch_blocks=fetch_blocks, online=online, limit=limit)
+    report_run(
+        result.line(),
+        result.failures,
+        quiet=opts.quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=(
+            f"{result.failed} item(s) failed; rerun to retry them" if result.failed else ""
+        ),
+    )
+
+
+@main.command("search-mode-backfill")
+@click.option("--offline", is_flag=True, help="Local raw files only; zero requests.")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N index rows.")
+@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@common_options
+def search_mode_backfill(opts: RunOptions, offline: bool, limit: int | None, as_json: bool) -> None:
+    """Fill search_mode into index rows: from local raw files first, online as fallback."""
+    from pplx_export.sync.search_mode import run_search_mode_backfill
+
+    result = run_search_mode_backfill(opts, offline=offline, limit=limit)
+    report_run(
+        result.line(),
+        result.failures,
+        quiet=opts.quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=(
+            f"{result.failed} row(s) failed; rerun to retry them" if result.failed else ""
+        ),
+    )
+
+
+@main.command()
+@click.option("--force", is_flag=True, help="Update an existing config (comments are kept).")
+@click.option(
+    "--create-bot-space",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[TITLE]",
+    help="Create the BOT space when none exists (title: TITLE, else --bot-title).",
+)
+@click.option("--bot-title", default="BOT", show_default=True, help="Title of the BOT space.")
+@click.option("--git", is_flag=True, help="Make the archive a git repository; auto_commit on.")
+@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@common_options
+@creates_config
+def init(
+    opts: RunOptions,
+    force: bool,
+    create_bot_space: str | None,
+    bot_title: str,
+    git: bool,
+    as_json: bool,
+) -> None:
+    """Write the config from your browser's signed-in Perplexity accounts."""
+    from pplx_export.sync.init import InitOptions, run_init
+
+    title = create_bot_space or bot_title
+    options = InitOptions(force, create_bot_space is not None, title, git)
+    result = run_init(opts, options)
+    if as_json:
+        emit_json(result.to_json())
+    else:
+        print_lines(result.lines())
+
+
+@main.command()
+@click.option("--time", "at", default="03:30", show_default=True, help="When to run (HH:MM).")
+@click.option("--systemd", is_flag=True, help="Also write a systemd user service + timer.")
+@click.option("--install", is_flag=True, help="Install it (crontab entry, or enable the timer).")
+@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@common_options
+def schedule(opts: RunOptions, at: str, systemd: bool, install: bool, as_json: bool) -> None:
+    """Run `sync` every night: write index/cron_snippet.txt (or systemd units)."""
+    from pplx_export.sync.schedule import run_schedule_command
+
+    result = run_schedule_command(opts, time=at, systemd=systemd, install=install)
+    if as_json:
+        emit_json(result.to_json())
+    else:
+        print_lines(result.lines())
 
 
 @main.command()
@@ -178,3 +345,6 @@ def demo(opts: RunOptions, directory: Path | None) -> None:
     if summary.batch is not None:
         _report_batch(summary.batch, as_json=False, quiet=opts.quiet)
     click.echo(summary.text())
+
+
+register_space_commands(main)

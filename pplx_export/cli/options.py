@@ -24,6 +24,15 @@ log = logging.getLogger("pplx_export.cli")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+CREATES_CONFIG = "creates_config"
+
+
+def creates_config(func: F) -> F:
+    """Mark a command that writes the config (`init`): a missing `--config` file is fine."""
+    setattr(func, CREATES_CONFIG, True)
+    return func
+
+
 def common_options(func: F) -> F:
     """Add the shared options to a command and hand it a resolved `RunOptions` as `opts`."""
 
@@ -85,7 +94,7 @@ def common_options(func: F) -> F:
         base_url: str,
         **kwargs: Any,
     ) -> Any:
-        cfg = load_config(config_path)
+        cfg = load_config(config_path, missing_ok=getattr(func, CREATES_CONFIG, False))
         root = cfg.archive_dir(out)
         log_path: Path | None = None
         if log_file is not None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
+from pplx_export.emulator.accounts import account_jar
 from pplx_export.emulator.faults import FaultSpecError
 from pplx_export.emulator.server import (
     DEFAULT_EMAIL,
@@ -30,7 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--page-size", type=int, default=DEFAULT_PAGE_SIZE, help="entries per thread page"
     )
     parser.add_argument(
-        "--faults", default="", help='e.g. "latency=20ms,429=0.1,500=0.05,drop=0.02"'
+        "--faults",
+        default="",
+        help='e.g. "latency=20ms,429=0.1,500=0.05,drop=0.02"; the SSE ask: '
+        '"ask_silence=5s,ask_step=300ms,ask=cut|cut_running|end|error|hang,ask_404=1"',
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault and id streams")
     parser.add_argument("--email", default=DEFAULT_EMAIL)
@@ -43,6 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="TOKEN:EMAIL[:NAME]",
         help="another signed-in account (repeatable); its token opens the same library",
+    )
+    parser.add_argument(
+        "--write-cookies",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write a browser-like JSON cookie jar of every account to FILE (for `init`)",
     )
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="log each request (method, path) to stderr"
@@ -82,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     except (FaultSpecError, FileNotFoundError, ValueError) as exc:
         print(f"emulator: {exc}", file=sys.stderr)
         return 2
+    if args.write_cookies is not None:
+        jar = account_jar(server.app.config)
+        args.write_cookies.write_text(json.dumps(jar, indent=1) + "\n", encoding="utf-8")
     # The first stdout line is the contract with whoever started us (tests, `demo`).
     print(server.base_url, flush=True)
     try:

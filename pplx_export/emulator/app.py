@@ -16,6 +16,7 @@ from typing import Any
 
 from pplx_export.emulator.faults import FaultPlan, FaultSpec
 from pplx_export.emulator.library import Library
+from pplx_export.emulator.upkeep import Upkeep
 
 JSON = dict[str, Any]
 
@@ -98,10 +99,35 @@ class Emulator:
         self.config = config
         self.faults = FaultPlan(faults, config.seed)
         self.stats = Stats()
+        self.upkeep = Upkeep.from_manifest(library.manifest)  # owners, failures, URL lifetime
         self.base_url = ""  # set by the server once it has its port
         # Separate stream for generated ids, so faults and ids never shift each other.
         self._ids = random.Random(f"ids-{config.seed}")
         self._ids_lock = threading.Lock()
+        # Set when the server stops: streams that wait (ask silences, `ask=hang`) end early.
+        self.closing = threading.Event()
+        # Thread UUID -> GETs still to answer 404 (a just-created thread, fault `ask_404`).
+        self._hidden: dict[str, int] = {}
+        # Context UUIDs sent to mark_viewed, in order (what tests check a read receipt by).
+        self.viewed: list[str] = []
+        self._lock = threading.Lock()
+
+    def hide(self, thread_id: str, gets: int) -> None:
+        with self._lock:
+            self._hidden[thread_id] = gets
+
+    def take_hidden(self, thread_id: str) -> bool:
+        """True when this GET of the thread must answer 404 (and count it down)."""
+        with self._lock:
+            left = self._hidden.get(thread_id, 0)
+            if left <= 0:
+                return False
+            self._hidden[thread_id] = left - 1
+            return True
+
+    def mark_viewed(self, context_uuids: list[str]) -> None:
+        with self._lock:
+            self.viewed.extend(context_uuids)
 
     def new_id(self) -> str:
         with self._ids_lock:

@@ -2,7 +2,10 @@
 
 The mode comes from `params.model_preference` exactly as protocol §2.12 describes; the new
 thread is stored before the first event is sent, so a GET right after the final event finds
-it (the real platform may answer 404 for a moment; the emulator does not imitate that).
+it (the `ask_404` fault imitates the platform's brief 404 of a just-created thread). The
+`ask` fault decides how the stream ends (faults.ASK_OUTCOMES): the events built here stop
+where that outcome stops, and the turn is stored as the server would have it (COMPLETED,
+still PENDING, or FAILED).
 """
 
 from __future__ import annotations
@@ -42,6 +45,16 @@ class AskError(Exception):
 class AskResult:
     record: ThreadRecord
     events: list[JSON] = field(default_factory=list)
+    mode: str = "search"  # archive mode of the new turn
+    created: bool = True  # a new thread (False: a follow-up turn)
+
+
+# Where the stored turn stands when the stream ends in each outcome.
+_STORED_STATUS = {"cut_running": "PENDING", "end": "PENDING", "hang": "PENDING", "error": "FAILED"}
+ERROR_EVENT = {
+    "error_code": "INTERNAL_SERVER_ERROR",
+    "message": "Something went wrong while answering. Please try again.",
+}
 
 
 def mode_for(model: str) -> tuple[str, str]:
@@ -136,7 +149,14 @@ def _council_block(models: list[str], query: str) -> JSON:
     }
 
 
-def start_ask(library: Library, body: JSON, new_id: Callable[[], str], username: str) -> AskResult:
+def start_ask(
+    library: Library,
+    body: JSON,
+    new_id: Callable[[], str],
+    username: str,
+    *,
+    outcome: str = "complete",
+) -> AskResult:
     params = as_dict(body.get("params"))
     query = as_str(body.get("query_str"))
     if not query.strip():
@@ -151,6 +171,8 @@ def start_ask(library: Library, body: JSON, new_id: Callable[[], str], username:
             parent = library.by_backend_uuid(last_backend)
             if parent is None:
                 raise AskError(404, "THREAD_NOT_FOUND", "no thread has that last_backend_uuid")
+            if parent.uuid in library.forbidden_threads:
+                raise AskError(403, "VIEW_THREAD_NOT_ALLOWED", "You cannot view this thread")
             if parent.state != "ok":
                 code = "ENTRY_DELETED" if parent.state == "deleted" else "ENTRY_EXPIRED"
                 raise AskError(400, code, f"This entry has {parent.state}")
@@ -189,7 +211,7 @@ def start_ask(library: Library, body: JSON, new_id: Callable[[], str], username:
             "display_model": model,
             "user_selected_model": model,
             "mode": "copilot",
-            "status": "COMPLETED",
+            "status": _STORED_STATUS.get(outcome, "COMPLETED"),
             "step_type": "FINAL",
             "query_source": "followup" if parent else "home",
             "trigger": None,
@@ -255,13 +277,17 @@ def start_ask(library: Library, body: JSON, new_id: Callable[[], str], username:
         "mode": "copilot",
     }
     events: list[JSON] = [{**ids, "status": "PENDING", "text": "", "final_sse_message": False}]
-    words = answer.split(" ")
-    cuts = sorted({max(1, len(words) * k // 4) for k in (1, 2, 3)})
-    for cut in cuts:
-        text = " ".join(words[:cut])
-        events.append({**ids, "status": "PENDING", "text": text, "final_sse_message": False})
-    events.append({**ids, "status": "COMPLETED", "text": answer, "final_sse_message": True})
-    return AskResult(record=record, events=events)
+    if outcome == "error":
+        events.append({**ids, **ERROR_EVENT, "status": "FAILED", "final_sse_message": True})
+    elif outcome != "hang":
+        words = answer.split(" ")
+        cuts = sorted({max(1, len(words) * k // 4) for k in (1, 2, 3)})
+        for cut in cuts:
+            text = " ".join(words[:cut])
+            events.append({**ids, "status": "PENDING", "text": text, "final_sse_message": False})
+        if outcome == "complete":
+            events.append({**ids, "status": "COMPLETED", "text": answer, "final_sse_message": True})
+    return AskResult(record=record, events=events, mode=mode, created=parent is None)
 
 
 def sse_frame(event: JSON, *, split: bool = False) -> bytes:

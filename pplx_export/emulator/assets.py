@@ -50,9 +50,10 @@ class AssetRef:
 
 
 def iter_assets(blocks: JSON) -> list[tuple[str, JSON]]:
-    """(entry uuid, asset) for every asset of the main entries (protocol §5.9 discovery)."""
+    """(entry uuid, asset) for every asset (protocol §5.9 discovery), main entries first, then
+    background (sub-agent) entries: their files are served and downloadable too."""
     found: list[tuple[str, JSON]] = []
-    for entry in dicts(blocks.get("entries")):
+    for entry in dicts(blocks.get("entries")) + dicts(blocks.get("background_entries")):
         entry_uuid = as_str(entry.get("uuid"))
         for block in dicts(entry.get("blocks")):
             unified = block.get("unified_assets_block")

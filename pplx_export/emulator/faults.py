@@ -1,5 +1,9 @@
 """Deterministic fault injection: `--faults "latency=20ms,429=0.1,500=0.05,drop=0.02,…"`.
 
+The `ask*` keys script the SSE ask instead of drawing numbers: how long a deep research or
+council run stays silent, the pause between growing events, how the stream ends (`ask=cut`,
+…, see ASK_OUTCOMES) and how many fetches of a just-created thread answer 404.
+
 One `random.Random(seed)` drives every decision, consumed under a lock in request-arrival
 order, so a sequential client sees the same faults on every run with the same seed. Each
 faultable request draws exactly one number per probabilistic kind (in a fixed order), so the
@@ -15,6 +19,15 @@ from dataclasses import dataclass, field
 
 # Evaluation order: the first kind whose draw hits wins.
 KINDS = ("drop", "429", "5xx", "truncate", "challenge")
+
+# How an ask's stream ends (docs/emulator.md, "SSE ask"):
+#   complete     every event, the last one final with status COMPLETED
+#   cut          the connection is reset mid-answer; the thread completes on the server
+#   cut_running  the connection is reset mid-answer; the thread is still running
+#   end          the stream closes cleanly without a final event; the thread is still running
+#   error        a final event with status FAILED and an error_code; the turn is stored FAILED
+#   hang         the first event, then silence until the client hangs up (or the server stops)
+ASK_OUTCOMES = ("complete", "cut", "cut_running", "end", "error", "hang")
 
 
 class FaultSpecError(ValueError):
@@ -32,6 +45,10 @@ class FaultSpec:
     graphql_rotated: bool = False
     retry_after: str = "1"
     include_session: bool = False  # the session probe is fault-exempt unless asked
+    ask_outcome: str = "complete"
+    ask_silence_s: float = 0.0  # deep research / council: quiet after the first event
+    ask_step_s: float = 0.0  # between the growing events of every mode
+    ask_not_found: int = 0  # GETs of a just-created thread answered 404 first
 
     @property
     def active(self) -> bool:
@@ -55,10 +72,10 @@ def _probability(key: str, value: str) -> float:
     return p
 
 
-def _duration(value: str) -> float:
+def _duration(value: str, key: str = "latency") -> float:
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s)?\s*", value)
     if not match:
-        raise FaultSpecError(f"latency {value!r} is not a duration (e.g. 20ms, 0.5s)")
+        raise FaultSpecError(f"{key} {value!r} is not a duration (e.g. 20ms, 0.5s)")
     number = float(match.group(1))
     return number / 1000.0 if match.group(2) == "ms" else number
 
@@ -89,6 +106,18 @@ def parse_faults(text: str) -> FaultSpec:
             spec.graphql_rotated = value.lower() not in ("0", "false", "no", "off")
         elif key == "retry_after":
             spec.retry_after = value or "0"
+        elif key == "ask":
+            if value not in ASK_OUTCOMES:
+                raise FaultSpecError(f"ask={value!r}: expected one of {', '.join(ASK_OUTCOMES)}")
+            spec.ask_outcome = value
+        elif key == "ask_silence":
+            spec.ask_silence_s = _duration(value, key)
+        elif key == "ask_step":
+            spec.ask_step_s = _duration(value, key)
+        elif key == "ask_404":
+            if not value.isdigit():
+                raise FaultSpecError(f"ask_404={value!r} is not a count")
+            spec.ask_not_found = int(value)
         elif key == "session":
             spec.include_session = value.lower() not in ("0", "false", "no", "off")
         else:

@@ -40,13 +40,18 @@ class Request:
         return value if isinstance(value, dict) else {}
 
 
+class AbortStream(Exception):
+    """Raised by a `Response.stream` to reset the connection mid-stream (a dropped stream)."""
+
+
 @dataclass
 class Response:
     status: int
     body: bytes = b""
     content_type: str = JSON_TYPE
     headers: dict[str, str] = field(default_factory=dict)
-    # An event stream: chunks written and flushed one by one, then the connection closes.
+    # An event stream: chunks written and flushed one by one, then the connection closes
+    # (or is reset, when the stream raises AbortStream).
     stream: Iterable[bytes] | None = None
 
     def json(self) -> Any:

@@ -7,8 +7,11 @@ in memory only.
 
 An optional `_emulator.json` at the library root marks emulator-only facts (see
 docs/emulator.md): `deleted` / `expired` thread UUIDs, `expired_assets`, `asset_bodies`
-(text served for an asset's file) and `forbidden_spaces` (slugs answered with
-VIEW_COLLECTION_NOT_ALLOWED).
+(text served for an asset's file), `forbidden_spaces` (slugs answered with
+VIEW_COLLECTION_NOT_ALLOWED), `space_viewers` (slug -> emails of the accounts that may view
+a forbidden space anyway), `space_quirks` (slug -> a listing quirk, see routes/space_view.py)
+and `space_only` (threads of other space members: in their space's listing, in no library
+listing).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ class ThreadRecord:
     space_uuid: str = ""
     state: str = OK
     listed: bool = True
+    space_only: bool = False  # another member's thread: listed in its space only
     source_dir: str = ""
 
     @property
@@ -159,6 +163,7 @@ class Library:
     """Threads and spaces, guarded by one lock (the server is threaded)."""
 
     def __init__(self, threads: list[ThreadRecord], spaces: list[SpaceRecord], manifest: JSON):
+        self.manifest = manifest  # `_emulator.json` as loaded (upkeep.py reads its own keys)
         self.lock = threading.RLock()
         self.threads: dict[str, ThreadRecord] = {}
         for record in threads:
@@ -174,6 +179,21 @@ class Library:
         self.forbidden_spaces: set[str] = {
             as_str(v) for v in as_list(manifest.get("forbidden_spaces"))
         }
+        # Threads this account may not read (another account's private thread).
+        self.forbidden_threads: set[str] = {
+            as_str(v) for v in as_list(manifest.get("forbidden_threads"))
+        }
+        self.space_viewers: dict[str, set[str]] = {
+            as_str(slug): {as_str(e).lower() for e in as_list(emails)}
+            for slug, emails in as_dict(manifest.get("space_viewers")).items()
+        }
+        self.space_quirks: dict[str, str] = {
+            as_str(k): as_str(v) for k, v in as_dict(manifest.get("space_quirks")).items()
+        }
+        for thread_id in as_list(manifest.get("space_only")):
+            other = self.threads.get(as_str(thread_id))
+            if other is not None:
+                other.space_only = True
         for key, state in (("deleted", DELETED), ("expired", EXPIRED)):
             for thread_id in as_list(manifest.get(key)):
                 marked = self.threads.get(as_str(thread_id))
@@ -246,10 +266,16 @@ class Library:
         with self.lock:
             return self.threads.get(thread_id) or self.threads.get(thread_id.lower())
 
-    def listing(self, *, ascending: bool = False, search: str = "") -> list[ThreadRecord]:
-        """Listed threads, newest first by lastUpdated (ties: UUID, for a stable order)."""
+    def listing(
+        self, *, ascending: bool = False, search: str = "", space_view: bool = False
+    ) -> list[ThreadRecord]:
+        """Listed threads, newest first by lastUpdated (ties: UUID, for a stable order).
+
+        Other members' threads (`space_only`) are in a space's listing (`space_view`) only."""
         with self.lock:
-            rows = [t for t in self.threads.values() if t.listed]
+            rows = [
+                t for t in self.threads.values() if t.listed and (space_view or not t.space_only)
+            ]
         needle = search.strip().lower()
         if needle:
             rows = [t for t in rows if needle in t.title.lower() or needle in t.first_query.lower()]
@@ -274,7 +300,7 @@ class Library:
             return next((s for s in self.spaces.values() if s.slug == slug), None)
 
     def space_threads(self, space_uuid: str) -> list[ThreadRecord]:
-        return [t for t in self.listing() if t.space_uuid == space_uuid]
+        return [t for t in self.listing(space_view=True) if t.space_uuid == space_uuid]
 
     def iter_threads(self) -> Iterator[ThreadRecord]:
         with self.lock:
@@ -335,6 +361,12 @@ class Library:
             record = self._require(thread_id)
             record.state = state
             record.listed = listed
+            return record
+
+    def forbid(self, thread_id: str) -> ThreadRecord:
+        with self.lock:
+            record = self._require(thread_id)
+            self.forbidden_threads.add(record.uuid)
             return record
 
     def add_thread(self, record: ThreadRecord) -> None:

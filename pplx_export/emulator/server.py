@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import struct
 import sys
 import threading
 import time
@@ -22,6 +23,7 @@ from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pplx_export.emulator import routes
+from pplx_export.emulator.accounts import account_jar
 from pplx_export.emulator.app import (
     DEFAULT_EMAIL,
     DEFAULT_NAME,
@@ -33,9 +35,9 @@ from pplx_export.emulator.app import (
     EmulatorConfig,
 )
 from pplx_export.emulator.faults import CHALLENGE_HTML, FaultSpec, parse_faults
-from pplx_export.emulator.http import Request, Response, error, json_response
+from pplx_export.emulator.http import AbortStream, Request, Response, error, json_response
 from pplx_export.emulator.library import Library
-from pplx_export.emulator.routes import assets as asset_routes
+from pplx_export.emulator.routes import upkeep as upkeep_routes
 from pplx_export.emulator.routes.control import mutate
 
 JSON = dict[str, Any]
@@ -76,6 +78,10 @@ class EmulatorServer(ThreadingHTTPServer):
         if isinstance(sys.exc_info()[1], ConnectionError):
             return
         super().handle_error(request, client_address)
+
+    def server_close(self) -> None:
+        self.app.closing.set()  # ends streams that are waiting (ask silences, hangs)
+        super().server_close()
 
     @property
     def base_url(self) -> str:
@@ -144,9 +150,12 @@ class EmulatorHandler(BaseHTTPRequestHandler):
         if response.stream is None:
             self.wfile.write(response.body)
             return
-        for chunk in response.stream:
-            self.wfile.write(chunk)
-            self.wfile.flush()
+        try:
+            for chunk in response.stream:
+                self.wfile.write(chunk)
+                self.wfile.flush()
+        except AbortStream:
+            self._reset()
 
     def _cookie(self, name: str) -> str:
         for part in (self.headers.get("Cookie") or "").split(";"):
@@ -154,6 +163,16 @@ class EmulatorHandler(BaseHTTPRequestHandler):
             if key == name:
                 return value
         return ""
+
+    def _reset(self) -> None:
+        # A connection reset (RST, not FIN) mid-stream: what a dropped stream looks like to
+        # the client. The file objects go first, else close() leaves the socket open.
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.wfile.close()
+            self.rfile.close()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
 
     def _drop(self) -> None:
         # Close without a response, as a reset connection looks to the client.
@@ -225,7 +244,7 @@ class EmulatorHandler(BaseHTTPRequestHandler):
         if path.startswith("/__emulator/files/") and method == "GET":
             app.stats.count(method, path)
             # The raw path: a file name may hold an escaped slash.
-            return asset_routes.serve_file(app, raw_path)
+            return upkeep_routes.serve_file(app, raw_path, self.path)
         if path == "/__emulator/stats" and method == "GET":
             return json_response(200, app.stats.snapshot())
         if path == "/__emulator/reset-stats" and method == "POST":
@@ -299,6 +318,10 @@ class RunningEmulator:
     @property
     def cookies(self) -> dict[str, str]:
         return {SESSION_COOKIE: self.server.app.config.session_token}
+
+    def account_cookies(self) -> dict[str, str]:
+        """A multi-account browser's jar: the main account active, a token per account."""
+        return account_jar(self.server.app.config)
 
     def stats(self) -> JSON:
         return self.server.app.stats.snapshot()

@@ -6,8 +6,10 @@ emulator tests a loopback base URL). Every API call goes through `call()`, which
 * waits for the process-wide pacer (`NetRuntime.pacer`; CDN downloads bypass it),
 * sends the cookie header and browser-like headers,
 * classifies the response (`net.classify`), retrying 429 / 5xx / network errors / non-JSON
-  200s with capped exponential backoff and jitter, honouring `Retry-After` and
-  `RateLimit-Reset`, with no sleep after the last attempt,
+  200s with capped exponential backoff and jitter that grows across consecutive failures;
+  `Retry-After` and `RateLimit-Reset` are a floor under that wait, not the whole of it;
+  no sleep after the last attempt (one retry loop, `_with_retries`, serves API calls and CDN
+  downloads),
 * raises a typed `ApiError` naming "METHOD /path" (never the query string).
 
 Logs carry method, host and path only: query strings may hold signed-URL credentials, and
@@ -22,7 +24,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,15 +162,58 @@ class ApiClient:
         for name, value in response.cookies.items():
             self.cookies[name] = value
 
+    def _classify(self, response: httpx.Response, endpoint: str) -> Verdict:
+        return classify(
+            response.status_code,
+            response.headers,
+            response.content,
+            endpoint=endpoint,
+            now=self.runtime.clock.time(),
+        )
+
     def _wait_before_retry(self, verdict: Verdict, failures: int, what: str) -> None:
+        # The wait grows with the consecutive failures, whatever their kind. A wait the server
+        # asks for (Retry-After, RateLimit-Reset) is a floor under it, not the whole wait: a
+        # 429 streak answered "Retry-After: 1" must slow the run down, not spend every
+        # attempt within seconds. The cap bounds both.
+        cap = self.settings.backoff_cap
+        delay = self.runtime.backoff_delay(failures, cap, self.settings.backoff_base)
         if verdict.retry_after is not None:
-            delay = min(self.settings.backoff_cap, verdict.retry_after)
-        else:
-            delay = self.runtime.backoff_delay(
-                failures, self.settings.backoff_cap, self.settings.backoff_base
-            )
+            delay = max(delay, min(cap, verdict.retry_after))
         log.warning("%s; retrying in %.0f s", what, delay)
         sleep_with_heartbeat(self.runtime.clock, delay, f"before retrying ({what})")
+
+    def _with_retries(
+        self, attempt: Callable[[], Verdict], *, shown: str, attempts: int, api: bool
+    ) -> Any:
+        """Run `attempt` until its verdict is ok (return its data), a failure, or the last
+        of `attempts` (raise its error), waiting before each retry.
+
+        An API request (`api`) moves the run's consecutive-failure counter, which drives the
+        backoff and resets on success, and logs what it gives up on. A CDN download may run
+        beside API requests, so it counts its own attempts, and its caller reports a failure.
+        """
+        for n in range(1, attempts + 1):
+            verdict = attempt()
+            if verdict.kind == "ok":
+                if api:
+                    self.runtime.record_success()
+                return verdict.data
+            error = verdict.error
+            assert error is not None
+            if verdict.kind == "fail":
+                if api:
+                    log.debug("%s failed: %s", shown, error.reason)
+                raise error
+            failures = self.runtime.record_failure() if api else n
+            if n == attempts:
+                if api:
+                    log.warning("%s: %s; giving up after %d attempts", shown, error.reason, n)
+                raise error
+            self._wait_before_retry(
+                verdict, failures, f"{shown}: {error.reason} (attempt {n}/{attempts})"
+            )
+        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- API calls ------------------------------------------------------------------------
 
@@ -191,8 +236,8 @@ class ApiClient:
         key = endpoint_key(method, path)
         url = self._url(path, params)
         shown = f"{method} {safe_url(url)}"
-        attempts = max(1, self.settings.max_attempts) if retry else 1
-        for attempt in range(1, attempts + 1):
+
+        def send() -> Verdict:
             self.runtime.pacer.wait(pace_scale)
             self.runtime.stats.count(key)
             request = self._http.build_request(
@@ -204,36 +249,13 @@ class ApiClient:
             except httpx.RequestError as exc:
                 detail = redact_text(str(exc))
                 reason = f"network error: {type(exc).__name__}{': ' + detail if detail else ''}"
-                verdict = Verdict("retry", error=TransportError(reason, endpoint=endpoint))
-            else:
-                log.debug(
-                    "%s -> %d (%.2f s)", shown, response.status_code, time.monotonic() - started
-                )
-                self._roll_cookies(response)
-                verdict = classify(
-                    response.status_code,
-                    response.headers,
-                    response.content,
-                    endpoint=endpoint,
-                    now=self.runtime.clock.time(),
-                )
-            if verdict.kind == "ok":
-                self.runtime.record_success()
-                return verdict.data
-            assert verdict.error is not None
-            if verdict.kind == "fail":
-                log.debug("%s failed: %s", shown, verdict.error.reason)
-                raise verdict.error
-            failures = self.runtime.record_failure()
-            if attempt == attempts:
-                log.warning(
-                    "%s: %s; giving up after %d attempts", shown, verdict.error.reason, attempts
-                )
-                raise verdict.error
-            self._wait_before_retry(
-                verdict, failures, f"{shown}: {verdict.error.reason} (attempt {attempt}/{attempts})"
-            )
-        raise AssertionError("unreachable")  # pragma: no cover
+                return Verdict("retry", error=TransportError(reason, endpoint=endpoint))
+            log.debug("%s -> %d (%.2f s)", shown, response.status_code, time.monotonic() - started)
+            self._roll_cookies(response)
+            return self._classify(response, endpoint)
+
+        attempts = max(1, self.settings.max_attempts) if retry else 1
+        return self._with_retries(send, shown=shown, attempts=attempts, api=True)
 
     def get(self, path: str, *, params: Params | None = None, **kw: Any) -> Any:
         return self.call("GET", path, params=params, **kw)
@@ -277,13 +299,7 @@ class ApiClient:
             log.debug("%s %s -> %d (stream)", method, safe_url(url), response.status_code)
             if not 200 <= response.status_code < 300:
                 response.read()
-                verdict = classify(
-                    response.status_code,
-                    response.headers,
-                    response.content,
-                    endpoint=endpoint,
-                    now=self.runtime.clock.time(),
-                )
+                verdict = self._classify(response, endpoint)
                 raise verdict.error or ApiError(f"HTTP {response.status_code}", endpoint=endpoint)
             ctype = response.headers.get("content-type", "")
             if "html" in ctype:
@@ -302,13 +318,12 @@ class ApiClient:
         file into place (same directory, so the rename is atomic). Retries 429/5xx/network
         errors; 403 (expired signature) is PermissionDenied, 404/410 NotFound.
         """
-        host_path = safe_url(url)
-        endpoint = f"GET {host_path}"
+        endpoint = f"GET {safe_url(url)}"
         key = f"GET {urlsplit(url).netloc} (download)"
         headers = dict(self.settings.headers)
-        attempts = max(1, self.settings.max_attempts)
         dest_dir.mkdir(parents=True, exist_ok=True)
-        for attempt in range(1, attempts + 1):
+
+        def fetch() -> Verdict:
             self.runtime.stats.count(key)
             fd, tmp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".part", dir=dest_dir)
             tmp = Path(tmp_name)
@@ -319,20 +334,16 @@ class ApiClient:
                     if verdict.kind == "ok":
                         fh.flush()
                         os.fsync(fh.fileno())
+                        verdict.data = tmp
                         done = True
-                        return tmp
+                return verdict
             finally:
                 if not done:
                     tmp.unlink(missing_ok=True)
-            assert verdict.error is not None
-            if verdict.kind == "fail" or attempt == attempts:
-                raise verdict.error
-            self._wait_before_retry(
-                verdict,
-                attempt,
-                f"{endpoint}: {verdict.error.reason} (attempt {attempt}/{attempts})",
-            )
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        attempts = max(1, self.settings.max_attempts)
+        path: Path = self._with_retries(fetch, shown=endpoint, attempts=attempts, api=False)
+        return path
 
     def _download_into(
         self,

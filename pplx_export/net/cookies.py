@@ -1,7 +1,8 @@
 """Where the session cookies come from (protocol.md §1.3).
 
-Resolution chain: `--cookies-from BROWSER` -> `--cookies FILE` -> the fresh cache
-`<archive>/index/.cookies.json` (12 h) -> auto-detected browsers. An explicit source is the only
+Resolution chain: `--cookies-from BROWSER` -> `--cookies FILE` -> the fresh cache (12 h, in
+the user cache dir, one file per archive root; never inside the archive, which users back up,
+copy and push) -> auto-detected browsers. An explicit source is the only
 one tried; otherwise the cache and then each browser are candidates in turn (the session layer
 moves on when one fails to authenticate).
 
@@ -12,6 +13,7 @@ never a cookie value.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
@@ -19,8 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+
 from pplx_export.errors import AuthError, ConfigError
-from pplx_export.util.atomic import atomic_write_text
+from pplx_export.util.atomic import atomic_write_bytes, atomic_write_text
 
 log = logging.getLogger("pplx_export.net")
 
@@ -28,7 +32,9 @@ DOMAIN = "perplexity.ai"
 PREFERRED_HOST = "www.perplexity.ai"
 SESSION_COOKIE = "__Secure-next-auth.session-token"
 ACCOUNT_PREFIX = "__Secure-pplx.session."
-CACHE_NAME = ".cookies.json"
+APP_NAME = "pplx-export"
+# Where versions before 0.2 kept the cache: inside the archive (moved out on first use).
+LEGACY_CACHE_NAME = ".cookies.json"
 CACHE_MAX_AGE_S = 12 * 3600
 AUTO_BROWSERS = ("edge", "chrome", "firefox", "safari", "chromium", "brave", "opera", "vivaldi")
 BROWSERS = ("chrome", "chromium", "edge", "firefox", "safari", "brave", "opera", "vivaldi")
@@ -224,11 +230,34 @@ def _describe_backend_error(exc: Exception) -> str:
 
 
 def cache_path(archive_root: Path) -> Path:
-    return archive_root / "index" / CACHE_NAME
+    """`<user cache dir>/pplx-export/cookies-<hash of the archive root>.json`.
+
+    The live session cookie must not sit inside the archive: a backup, a copy or a git push
+    of the archive would carry the user's Perplexity session with it.
+    """
+    key = hashlib.sha256(str(Path(archive_root).resolve()).encode("utf-8")).hexdigest()[:16]
+    return Path(platformdirs.user_cache_dir(APP_NAME)) / f"cookies-{key}.json"
+
+
+def _migrate_cache(archive_root: Path) -> None:
+    """Move a cache an earlier version kept at `<archive>/index/.cookies.json` out of it."""
+    old = Path(archive_root) / "index" / LEGACY_CACHE_NAME
+    if not old.is_file():
+        return
+    new = cache_path(archive_root)
+    try:
+        if not new.exists():
+            new.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(new, old.read_bytes(), durable=True, mode=0o600)
+        old.unlink()
+        log.info("moved the cookie cache out of the archive: %s -> %s", old, new)
+    except OSError as exc:
+        log.warning("could not move the cookie cache %s out of the archive: %s", old, exc)
 
 
 def read_cache(archive_root: Path, now: float) -> CookieSet | None:
     """The cached cookie set if it exists, parses, has a session and is < 12 h old."""
+    _migrate_cache(archive_root)
     path = cache_path(archive_root)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -252,6 +281,7 @@ def read_cache(archive_root: Path, now: float) -> CookieSet | None:
 
 def write_cache(archive_root: Path, cs: CookieSet, account_email: str, now: float) -> Path:
     """Store the verified cookie set owner-only (0600 from the first byte), atomically."""
+    _migrate_cache(archive_root)
     path = cache_path(archive_root)
     doc = {
         "fetched_at": now,

@@ -12,6 +12,8 @@ Public API (other packages code against these names):
 * Assets: `resolve_ext(dest_name, url, head, asset_type)`, `final_asset_name(dest_name, ext)`,
   `safe_stem(name)`.
 * Interruptions: `classify(status, locked_reason)`, `build_registry(turns, appendix)`.
+* Views: `attach_views(conv)` — the typed views the renderer reads, from the raw fields
+  (`parse_thread` calls it; a Conversation built by hand needs it before rendering).
 """
 
 from pplx_export.parse.assets import final_asset_name, resolve_ext, safe_stem
@@ -24,9 +26,11 @@ from pplx_export.parse.mode import (
     row_matches_mode,
 )
 from pplx_export.parse.thread import merge_pages, parse_thread, row_from_thread_json, thread_url
+from pplx_export.parse.views import attach_views
 
 __all__ = [
     "aggregate_search_mode",
+    "attach_views",
     "build_registry",
     "classify",
     "detect_mode",

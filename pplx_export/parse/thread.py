@@ -23,6 +23,7 @@ from pplx_export.parse.mode_tables import WORKFLOW_MODES
 from pplx_export.parse.subagents import build_sub_map, council_agent, council_payloads
 from pplx_export.parse.turns import build_turn
 from pplx_export.parse.variants import find_variants
+from pplx_export.parse.views import attach_views
 from pplx_export.parse.workflow import BlockWalks, index_wf_blocks
 from pplx_export.util.lenient import as_dict, as_str, dicts, lenient_int
 from pplx_export.util.timefmt import us_to_iso
@@ -256,7 +257,10 @@ def parse_thread(
     if blocks is not None:
         if mode in WORKFLOW_MODES:
             _attach_workflow(conv, plain, blocks, walks)
-        conv.assets = collect_assets(dicts(blocks.get("entries")))
+        # Not in §5.9 (main entries only): a sub-agent's files are part of the thread too.
+        conv.assets = collect_assets(
+            dicts(blocks.get("entries")) + dicts(blocks.get("background_entries"))
+        )
         warnings.extend(
             workflow_warnings(dicts(blocks.get("entries")), dicts(blocks.get("background_entries")))
         )
@@ -273,4 +277,4 @@ def parse_thread(
     conv.warnings = warnings
     for line in warnings:
         log.debug("thread %s: %s", uuid, line)
-    return conv
+    return attach_views(conv)

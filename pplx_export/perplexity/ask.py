@@ -1,8 +1,10 @@
 """The SSE ask request: body envelopes and a stream summary (protocol.md §2.12).
 
 `build_ask_body` is pure (UUIDs come from an injectable factory); `AskState` folds the event
-stream into what a caller needs (thread UUID, entry UUID, status, growing text). The archive
-does not parse the stream's content: after completion the thread is re-fetched.
+stream into what a caller needs (thread UUID, entry UUID, status, the answer so far). The
+archive does not parse the stream's content: after completion the thread is re-fetched.
+`follow_up_from` and `turn_status` read a fetched thread (a follow-up's token comes from
+there, never from disk, where raw files hold it redacted).
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ from typing import Any
 from pplx_export.errors import UsageError
 from pplx_export.net.client import ApiClient
 from pplx_export.net.sse import read_until_final
+from pplx_export.parse.answers import extract_answer
+from pplx_export.parse.mode_tables import SEARCH_MODE_MAP
+from pplx_export.parse.steps import decode_steps
 from pplx_export.perplexity import constants as C
+from pplx_export.util.lenient import as_dict, as_list, as_str, decode_json, dicts
 
 JSON = dict[str, Any]
 
@@ -108,14 +114,22 @@ def build_ask_body(
 
 @dataclass
 class AskState:
-    """What the stream has told us so far. `completed` is the success test."""
+    """What the stream has told us so far. `completed` is the success test.
 
-    backend_uuid: str = ""  # the thread UUID: /search/<backend_uuid>
+    `backend_uuid` is the turn's id; `thread_uuid` the thread's (`thread_url_slug` when the
+    event has it: a follow-up's backend_uuid is a new turn id, not the thread's).
+    """
+
+    backend_uuid: str = ""
+    thread_uuid: str = ""
     entry_uuid: str = ""
     context_uuid: str = ""
     frontend_context_uuid: str = ""
     status: str = ""
-    text: Any = None  # grows; progress only
+    text: Any = None  # the raw `text` field (grows; progress only)
+    answer: str = ""  # the answer so far, as far as the events show it
+    error_code: str = ""
+    message: str = ""
     final: bool = False
     events: int = 0
 
@@ -127,12 +141,22 @@ class AskState:
             ("context_uuid", "context_uuid"),
             ("frontend_context_uuid", "frontend_context_uuid"),
             ("status", "status"),
+            ("error_code", "error_code"),
+            ("message", "message"),
         ):
             value = event.get(key)
             if isinstance(value, str) and value:
                 setattr(self, attr, value)
+        slug = as_str(event.get("thread_url_slug"))
+        if slug:
+            self.thread_uuid = slug
+        elif not self.thread_uuid and self.backend_uuid:
+            self.thread_uuid = self.backend_uuid  # a new thread's first turn id is the thread's
         if "text" in event:
             self.text = event["text"]
+        answer = answer_so_far(event)
+        if answer:
+            self.answer = answer
         if event.get("final_sse_message"):
             self.final = True
 
@@ -146,3 +170,85 @@ def ask_events(client: ApiClient, body: JSON, *, timeout: float = C.ASK_TIMEOUT)
     """Send the ask request and yield its events up to (and including) the final one."""
     with client.stream("POST", C.ASK_PATH, body=body, timeout=timeout) as chunks:
         yield from read_until_final(chunks)
+
+
+def answer_so_far(event: JSON) -> str:
+    """The answer text an event carries, "" when it carries none.
+
+    Schematized events hold it in an `ask_text*` markdown block (`answer`, else the joined
+    `chunks`); otherwise `text` is either the answer itself or, as in a thread fetch, the
+    JSON step list whose FINAL step holds it.
+    """
+    for block in dicts(event.get("blocks")):
+        if not as_str(block.get("intended_usage")).startswith("ask_text"):
+            continue
+        markdown = as_dict(block.get("markdown_block"))
+        answer = as_str(markdown.get("answer")) or "".join(
+            as_str(c) for c in as_list(markdown.get("chunks"))
+        )
+        if answer:
+            return answer
+    text = event.get("text")
+    if not isinstance(text, str) or not text.strip():
+        return ""
+    if text.lstrip().startswith("[") and isinstance(decode_json(text), list):
+        return extract_answer(event, decode_steps(text))
+    return text
+
+
+def thread_url(base_url: str, thread_uuid: str) -> str:
+    """The thread's web address (`https://www.perplexity.ai/search/<uuid>`)."""
+    return f"{base_url.rstrip('/')}/search/{thread_uuid}"
+
+
+def follow_up_from(plain: JSON) -> FollowUp | None:
+    """The continuation of a fetched thread: its newest turn's `backend_uuid` and the thread's
+    `read_write_token` (the newest one an entry carries). None when no turn has an id."""
+    entries = dicts(plain.get("entries"))
+    backend = next(
+        (as_str(e.get("backend_uuid")) for e in reversed(entries) if e.get("backend_uuid")), ""
+    )
+    if not backend:
+        return None
+    token = next(
+        (as_str(e.get("read_write_token")) for e in reversed(entries) if e.get("read_write_token")),
+        "",
+    )
+    return FollowUp(last_backend_uuid=backend, read_write_token=token)
+
+
+def thread_mode(plain: JSON) -> str:
+    """The CLI mode of a fetched thread's newest turn (its `search_mode`), "" if unknown."""
+    for entry in reversed(dicts(plain.get("entries"))):
+        mode = SEARCH_MODE_MAP.get(as_str(entry.get("search_mode")).upper(), "")
+        if mode:
+            return mode
+    return ""
+
+
+def context_uuid_of(plain: JSON) -> str:
+    """The thread's `context_uuid` (the same on every entry), "" if none carries it."""
+    return next(
+        (
+            as_str(e.get("context_uuid"))
+            for e in dicts(plain.get("entries"))
+            if e.get("context_uuid")
+        ),
+        "",
+    )
+
+
+def turn_status(plain: JSON, backend_uuid: str) -> str:
+    """The stored status of the turn `backend_uuid` (upper-cased), "" when it is not there."""
+    for entry in dicts(plain.get("entries")):
+        if as_str(entry.get("backend_uuid")) == backend_uuid:
+            return as_str(entry.get("status")).upper()
+    return ""
+
+
+def turn_answer(plain: JSON, backend_uuid: str) -> str:
+    """The answer of the turn `backend_uuid` in a fetched (or archived) plain thread."""
+    for entry in dicts(plain.get("entries")):
+        if as_str(entry.get("backend_uuid")) == backend_uuid:
+            return extract_answer(entry, decode_steps(entry.get("text")))
+    return ""

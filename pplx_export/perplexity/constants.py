@@ -39,8 +39,10 @@ GQL_BASE_VARIABLES: dict[str, object] = {
 # -- page sizes and limits --------------------------------------------------------------------
 LIBRARY_PAGE_SIZE = 25  # GraphQL `count` and the REST fallback `limit`; no page cap (loop guard)
 COLLECTION_PAGE_SIZE = 20  # server-side; offset paging
-PLAIN_MAX_PAGES = 20
-SCHEMATIZED_MAX_PAGES = 10
+# Thread pages are followed to the end of the cursor chain. This cap only stops a server that
+# never ends its pagination with fresh cursors (a repeated cursor is caught at once); a thread
+# that reaches it fails loudly rather than being archived short.
+THREAD_PAGE_SAFETY_CAP = 10_000
 SCHEMATIZED_LIMIT = 100
 
 # -- timeouts (seconds) -----------------------------------------------------------------------
@@ -108,3 +110,10 @@ ASK_MODEL_PREFERENCE = {
 }
 COUNCIL_MODELS_MIN = 2
 COUNCIL_MODELS_MAX = 3
+# Pinned council pool (protocol §2.9) for when the config's [models] names none; it drifts.
+COUNCIL_DEFAULT_MODELS: tuple[str, ...] = (
+    "gpt56_sol_thinking",
+    "claude50opusthinking",
+    "gemini31pro_high",
+)
+ASK_MODES: tuple[str, ...] = tuple(ASK_MODEL_PREFERENCE)

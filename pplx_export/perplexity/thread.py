@@ -2,13 +2,16 @@
 
 The merged result looks like one page: the first page's dict (so `thread_metadata` and every
 other top-level key come from page one), with `entries` and `background_entries` concatenated
-over all pages and `has_next_page` / `next_cursor` from the last page fetched. That is what
-`raw_entries.json` / `raw_blocks.json` store.
+over all pages (an entry a server repeats on a later page is kept once) and `has_next_page` /
+`next_cursor` from the last page fetched. That is what `raw_entries.json` / `raw_blocks.json`
+store.
+
+A thread is never returned short: when the listing says there is more but it cannot be had
+(a repeated cursor, or the safety cap), `IncompleteThread` is raised with what was fetched.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 from urllib.parse import quote
 
@@ -16,8 +19,6 @@ from pplx_export.errors import SchemaError
 from pplx_export.net.client import ApiClient, Params
 from pplx_export.perplexity import constants as C
 from pplx_export.util.lenient import as_list, as_str
-
-log = logging.getLogger("pplx_export.perplexity")
 
 JSON = dict[str, Any]
 
@@ -48,11 +49,37 @@ def schematized_params(cursor: str | None = None) -> list[tuple[str, str]]:
     return params
 
 
+class IncompleteThread(SchemaError):
+    """The listing said there was more, but the rest could not be fetched. `partial` holds the
+    pages that were (merged, `has_next_page` still true)."""
+
+    def __init__(self, message: str, *, thread: str, partial: JSON) -> None:
+        super().__init__(message, thread=thread)
+        self.partial = partial
+
+
+def _unique(items: list[Any]) -> list[Any]:
+    """Entries in page order, an entry whose `uuid` was already seen dropped (a server that
+    repeats an entry across pages must not duplicate a turn)."""
+    seen: set[str] = set()
+    out: list[Any] = []
+    for item in items:
+        key = as_str(item.get("uuid")) if isinstance(item, dict) else ""
+        if key:
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(item)
+    return out
+
+
 def merge_pages(pages: list[JSON]) -> JSON:
     """Page one's dict with entries/background_entries concatenated over every page."""
     merged = dict(pages[0])
-    merged["entries"] = [e for p in pages for e in as_list(p.get("entries"))]
-    merged["background_entries"] = [e for p in pages for e in as_list(p.get("background_entries"))]
+    merged["entries"] = _unique([e for p in pages for e in as_list(p.get("entries"))])
+    merged["background_entries"] = _unique(
+        [e for p in pages for e in as_list(p.get("background_entries"))]
+    )
     merged["has_next_page"] = pages[-1].get("has_next_page", False)
     merged["next_cursor"] = pages[-1].get("next_cursor", "")
     return merged
@@ -68,11 +95,11 @@ def fetch_thread(
 ) -> JSON:
     """Fetch every page of a thread and merge them.
 
-    Stops when `has_next_page` is falsy or `next_cursor` empty, on a repeated cursor (loop
-    guard), or at `max_pages` (20 plain / 10 schematized; logged, and the merged result keeps
-    `has_next_page: true` so the caller can tell).
+    Stops when `has_next_page` is falsy or `next_cursor` empty. A repeated cursor (a looping
+    server) or `max_pages` (default: the safety cap) raises `IncompleteThread`.
     """
-    limit = max_pages or (C.SCHEMATIZED_MAX_PAGES if schematized else C.PLAIN_MAX_PAGES)
+    limit = max_pages or C.THREAD_PAGE_SAFETY_CAP
+    flavor = "schematized" if schematized else "plain"
     path = thread_path(uuid)
     pages: list[JSON] = []
     cursor: str | None = None
@@ -95,15 +122,17 @@ def fetch_thread(
         if not cursor:
             break
         if cursor in seen:
-            log.warning("thread %s repeated a page cursor; stopping (loop guard)", uuid)
-            break
+            raise IncompleteThread(
+                f"the {flavor} listing repeated a page cursor after {len(pages)} pages "
+                "although it said there was more",
+                thread=uuid,
+                partial=merge_pages(pages),
+            )
         seen.add(cursor)
         if len(pages) >= limit:
-            log.warning(
-                "thread %s has more than %d %s pages; stopping at the page limit",
-                uuid,
-                limit,
-                "schematized" if schematized else "plain",
+            raise IncompleteThread(
+                f"the {flavor} listing did not end after {limit} pages (safety cap)",
+                thread=uuid,
+                partial=merge_pages(pages),
             )
-            break
     return merge_pages(pages)

@@ -24,9 +24,9 @@ class Ctx:
     # not repeated inside the work process.
     answer: str = ""
     locked_reason: str = ""
-    # Lookups in the raw responses that several renderers repeat for one thread (plan goals
-    # by entry uuid, background roots by run id), computed once per render_thread call and
-    # shared by every copy of this context. Pure functions of `conv`.
+    # Results several renderers repeat for one thread (plan goals by entry uuid, answer
+    # Markdown), computed once per render_thread call and shared by every copy of this
+    # context. Pure functions of `conv`.
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property

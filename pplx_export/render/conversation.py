@@ -7,9 +7,8 @@ from pplx_export.render.background import background_log, launcher_line
 from pplx_export.render.context import Ctx
 from pplx_export.render.plan import plan_block
 from pplx_export.render.text import finish, join_blocks, one_line, quote, step_time
+from pplx_export.render.tree import nested
 from pplx_export.render.turn import answer_md, turn_answer, turn_heading
-from pplx_export.render.workflow import nested
-from pplx_export.util.lenient import as_str
 
 
 def header(ctx: Ctx) -> str:
@@ -27,27 +26,26 @@ def header(ctx: Ctx) -> str:
 
 def appendix_item(ctx: Ctx, item: AppendixItem) -> str:
     lb = ctx.labels
-    wp = item.wp
-    status = as_str(wp.get("status"))
-    facts = [f"{lb.status}: `{status or lb.unknown}`"]
-    tag = lb.tag(status, item.locked_reason)
+    wp = item.payload
+    facts = [f"{lb.status}: `{wp.status or lb.unknown}`"]
+    tag = lb.tag(wp.status, item.locked_reason)
     if tag:
         facts.append(tag)
     if item.locked_reason:
         facts.append(f"locked_reason: `{item.locked_reason}`")
-    start = step_time(wp.get("started_at"))
-    end = step_time(as_str(wp.get("completed_at")) or item.updated)
+    start = step_time(wp.started_at)
+    end = step_time(wp.completed_at or item.updated)
     if start or end:
         facts.append(f"{lb.time}: {start or '?'} → {end or '?'}")
-    seen = frozenset({as_str(wp.get("id"))} - {""})
+    seen = frozenset({wp.id} - {""})
     block = nested(ctx, wp, 0, seen, lb.background_task, item.locked_reason)
     return join_blocks(
         [
             quote(" · ".join(facts)),
-            launcher_line(ctx, as_str(wp.get("id"))),
+            launcher_line(ctx, wp.id),
             block,
             plan_block(ctx, {item.bg_uuid} - {""}),
-            background_log(ctx, wp, block, item.bg_uuid),
+            background_log(ctx, item.log, block),
         ]
     )
 

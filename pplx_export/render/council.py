@@ -2,33 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from pplx_export.render import items as it
+from pplx_export.models import WfPayload, WfStep
+from pplx_export.parse.views import QUERIES, SOURCES
 from pplx_export.render.context import Ctx
 from pplx_export.render.latex import norm
-from pplx_export.render.text import (
-    chunks_text,
-    details,
-    join_blocks,
-    link,
-    model_links,
-    one_line,
-    summary_text,
-)
-from pplx_export.render.workflow import conclusion_of, step_heading
-from pplx_export.util.lenient import as_str, dicts, first_str
+from pplx_export.render.text import details, join_blocks, link, model_links, one_line, summary_text
+from pplx_export.render.tree import COUNCIL_MODE, conclusion_of, render_item, step_heading
 
 
-def council_payloads(step: dict[str, Any]) -> list[dict[str, Any]]:
+def council_payloads(step: WfStep) -> list[WfPayload]:
     return [
-        wp
-        for wp in (it.workflow_payload(item) for item in dicts(step.get("items")))
-        if as_str(wp.get("mode")) == "LLM_COUNCIL"
+        wp for item in step.items if (wp := item.workflow) is not None and wp.mode == COUNCIL_MODE
     ]
 
 
-def _payload_body(ctx: Ctx, wp: dict[str, Any], answer: str) -> tuple[list[str], int, int]:
+def _payload_body(ctx: Ctx, wp: WfPayload, answer: str) -> tuple[list[str], int, int]:
     """Every step of a model's run: queries, numbered sources, other items.
 
     Rendered from the payload itself rather than the parser's rounds, which keep only the
@@ -37,52 +25,49 @@ def _payload_body(ctx: Ctx, wp: dict[str, Any], answer: str) -> tuple[list[str],
     inner = ctx.with_answer(answer)
     blocks: list[str] = []
     n_queries = n_sources = 0
-    for step in dicts(wp.get("steps")):
+    for step in wp.steps:
         parts: list[str] = []
-        for item in dicts(step.get("items")):
-            kind = as_str(item.get("type"))
-            if kind == it.QUERIES:
-                queries = it.query_strings(it.payload(item, "queries_payload").get("queries"))
-                n_queries += len(queries)
-                if queries:
-                    parts.append("\n".join(f"- `{q}`" for q in queries))
-            elif kind == it.SOURCES:
-                text = chunks_text(it.payload(item, "text_payload"))
+        for item in step.items:
+            if item.kind == QUERIES:
+                n_queries += len(item.queries)
+                if item.queries:
+                    parts.append("\n".join(f"- `{q}`" for q in item.queries))
+            elif item.kind == SOURCES:
+                text = item.text.text
                 if text.strip():
                     parts.append(text.strip("\n"))
                 lines = []
-                for s in dicts(it.payload(item, "sources_payload").get("sources")):
-                    url = first_str(s, "url", "link")
-                    if url:
+                for s in item.sources:
+                    if s.url:
                         n_sources += 1
-                        lines.append(f"{n_sources}. {link(first_str(s, 'name', 'title'), url)}")
+                        lines.append(f"{n_sources}. {link(s.name, s.url)}")
                 if lines:
                     parts.append("\n".join(lines))
             else:
-                rendered = it.render_item(inner, item)
+                rendered = render_item(inner, item)
                 if rendered.strip():
                     parts.append(rendered)
-        title = one_line(as_str(step.get("title")))
+        title = one_line(step.title)
         if title or parts:
             blocks.append(join_blocks([f"**{title}**" if title else "", *parts]))
     return blocks, n_queries, n_sources
 
 
-def _model_block(ctx: Ctx, wp: dict[str, Any]) -> str:
+def _model_block(ctx: Ctx, wp: WfPayload) -> str:
     lb = ctx.labels
-    model = as_str(wp.get("model"))
+    model = wp.model
     sub = ctx.sub_map.get(model) if model else None
     answer = sub.answer if sub is not None and sub.answer.strip() else ""
     if not answer:
         answer = conclusion_of(wp)
     body, n_queries, n_sources = _payload_body(ctx, wp, answer)
-    name = one_line((sub.headline if sub else "") or as_str(wp.get("headline")) or model)
+    name = one_line((sub.headline if sub else "") or wp.headline or model)
     stat = [
         lb.queries_n.format(n=n_queries),
         lb.sources_n.format(n=n_sources),
         lb.answer_chars.format(n=len(answer)),
     ]
-    tag = lb.tag(as_str(wp.get("status")), ctx.locked_reason)
+    tag = lb.tag(wp.status, ctx.locked_reason)
     if tag:
         stat.append(tag)
     blocks = [f"{lb.model}: `{model}`" if model else "", *body]
@@ -91,19 +76,19 @@ def _model_block(ctx: Ctx, wp: dict[str, Any]) -> str:
     return details(summary_text(name + lb.par(" · ".join(stat))), join_blocks(blocks))
 
 
-def render_council_step(ctx: Ctx, i: int, step: dict[str, Any]) -> str:
+def render_council_step(ctx: Ctx, i: int, step: WfStep) -> str:
     lb = ctx.labels
-    title = one_line(as_str(step.get("title")))
+    title = one_line(step.title)
     head = step_heading(ctx, i, step, title=f"{lb.council}" + (f"{lb.sep}{title}" if title else ""))
     # step_heading appends the tool name; the council label already says what it is.
     head = head.replace(" (`council_research`)", "")
     payloads = council_payloads(step)
     blocks = [head]
-    models = [as_str(wp.get("model")) for wp in payloads if as_str(wp.get("model"))]
+    models = [wp.model for wp in payloads if wp.model]
     if models:
         blocks.append(f"**{lb.models}{lb.colon}** " + " · ".join(f"`{m}`" for m in models))
     blocks += [_model_block(ctx, wp) for wp in payloads]
-    for item in dicts(step.get("items")):
-        if as_str(it.workflow_payload(item).get("mode")) != "LLM_COUNCIL":
-            blocks.append(it.render_item(ctx, item))
+    for item in step.items:
+        if item.workflow is None or item.workflow.mode != COUNCIL_MODE:
+            blocks.append(render_item(ctx, item))
     return join_blocks(blocks)

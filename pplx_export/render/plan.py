@@ -1,28 +1,13 @@
-"""Plan goals (entry `plan` / `plan_block`), looked up in the raw responses by entry uuid.
+"""Plan goals (entry `plan` / `plan_block`), looked up by entry uuid.
 
-The model keeps both raw responses on the Conversation for offline re-rendering; plan goals
-are read from there so none is lost, even those that are not the answer fallback.
+The parser reads the goals of every entry of both raw responses (`ThreadViews.plans`), so
+none is lost, even those that are not the answer fallback.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from pplx_export.render.context import Ctx
 from pplx_export.render.text import details
-from pplx_export.util.lenient import as_dict, as_str, decode_json, dicts
-
-
-def _goals(entry: dict[str, Any]) -> list[str]:
-    plans = [decode_json(entry.get("plan"))]
-    plans += [as_dict(b).get("plan_block") for b in dicts(entry.get("blocks"))]
-    out: list[str] = []
-    for plan in plans:
-        for goal in dicts(as_dict(plan).get("goals")):
-            desc = as_str(goal.get("description")).strip("\n")
-            if desc.strip():
-                out.append(desc)
-    return out
 
 
 def plan_goals(ctx: Ctx, uuids: set[str], section: str = "entries") -> list[str]:
@@ -36,24 +21,12 @@ def plan_goals(ctx: Ctx, uuids: set[str], section: str = "entries") -> list[str]
 
 
 def _plan_goals(ctx: Ctx, uuids: set[str], section: str) -> list[str]:
-    if not uuids:
-        return []
-    key = ("plan_entries", section)
-    index: list[tuple[set[str], list[str]]] | None = ctx.memo.get(key)
-    if index is None:
-        # Both raw responses' entries of the section that have goals, with their ids, in
-        # order, once per thread (most entries have none, so lookups are usually free).
-        index = ctx.memo[key] = [
-            (ids, goals)
-            for raw in (ctx.conv.raw_plain, ctx.conv.raw_blocks)
-            for entry in dicts(as_dict(raw).get(section))
-            if (goals := _goals(entry))
-            for ids in [{as_str(entry.get("uuid")), as_str(entry.get("backend_uuid"))}]
-        ]
     out: list[str] = []
-    for ids, goals in index:
-        if not ids.isdisjoint(uuids):
-            out += [g for g in goals if g not in out]
+    if not uuids:
+        return out
+    for plan in ctx.conv.views.plans_of(section):
+        if not plan.ids.isdisjoint(uuids):
+            out += [g for g in plan.goals if g not in out]
     return out
 
 

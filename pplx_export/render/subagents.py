@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from pplx_export.models import SubAgent, Turn
-from pplx_export.render import items as it
+from pplx_export.models import SubAgent, Turn, WfPayload, WfStep
 from pplx_export.render.background import background_log, background_payloads, launcher_line
 from pplx_export.render.context import Ctx
 from pplx_export.render.latex import norm
@@ -20,42 +17,36 @@ from pplx_export.render.text import (
     quote,
     time_range,
 )
-from pplx_export.render.workflow import nested, nested_body
-from pplx_export.util.lenient import as_list, as_str, dicts
+from pplx_export.render.tree import nested, nested_body, render_item
 
 
-def anchor_payloads(step: dict[str, Any]) -> list[dict[str, Any]]:
+def anchor_payloads(step: WfStep) -> list[WfPayload]:
     """The workflow payloads on a step's items that launch a sub-agent."""
-    return [
-        wp
-        for wp in (it.workflow_payload(item) for item in dicts(step.get("items")))
-        if it.is_anchor(wp)
-    ]
+    return [wp for item in step.items if (wp := item.workflow) is not None and wp.is_anchor]
 
 
-def is_subagent_step(step: dict[str, Any]) -> bool:
+def is_subagent_step(step: WfStep) -> bool:
     return (
-        as_str(step.get("tool_name")) == "run_subagent"
-        or as_str(step.get("icon")) == "subagent"
-        or any(it.is_anchor(it.workflow_payload(item)) for item in dicts(step.get("items")))
+        step.tool_name == "run_subagent"
+        or step.icon == "subagent"
+        or any(item.workflow is not None and item.workflow.is_anchor for item in step.items)
     )
 
 
-def sub_id(step: dict[str, Any], wp: dict[str, Any]) -> str:
-    return as_str(wp.get("id")) or as_str(step.get("id")).removesuffix(":workflow")
+def sub_id(step: WfStep, wp: WfPayload) -> str:
+    return wp.id or step.id.removesuffix(":workflow")
 
 
-def _sub_body(ctx: Ctx, sub: SubAgent, wp: dict[str, Any]) -> list[str]:
+def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     """Prompt, plan, work process, conclusion and citations of a mapped sub-agent."""
     lb = ctx.labels
     meta = [f"{lb.run_id}: `{sub.sub_id}`"]
     if sub.status:
         meta.append(f"{lb.status}: `{sub.status}`")
-    model = as_str(wp.get("model"))
-    if model:
-        meta.append(f"{lb.model}: `{model}`")
+    if wp.model:
+        meta.append(f"{lb.model}: `{wp.model}`")
     blocks = [quote(" · ".join(meta)), launcher_line(ctx, sub.sub_id)]
-    prompt = sub.prompt or it.prompt_of(wp)
+    prompt = sub.prompt or wp.prompt
     if prompt.strip():
         blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(prompt.strip("\n")))
     blocks.append(plan_block(ctx, {sub.thread_uuid} - {""}, skip=sub.answer))
@@ -63,7 +54,7 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: dict[str, Any]) -> list[str]:
     # may lag) and the background entry's step log (the parser's sub.steps). The payload is
     # shown first; the log adds what the payload lacks (everything, when the payload is empty).
     seen = frozenset({sub.sub_id})
-    copies = [p for p in background_payloads(ctx, sub.sub_id) if dicts(p.get("steps"))]
+    copies = [p for p in background_payloads(ctx, sub.sub_id) if p.steps]
     primary = copies[0] if copies else wp
     parts, conclusion, cited = nested_body(ctx, primary, 0, seen)
     shown_md = join_blocks(parts)
@@ -74,7 +65,7 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: dict[str, Any]) -> list[str]:
         parts += more
         shown_md = join_blocks(parts)
     if parts:
-        n = len(dicts(primary.get("steps")))
+        n = len(primary.steps)
         blocks.append(details(lb.subagent_payload_steps + lb.par(lb.steps_n.format(n=n)), shown_md))
     # Citations are listed once at the end; they count as shown for the step log too.
     extra = novel_steps(ctx, sub.steps, join_blocks([shown_md, *cited]))
@@ -96,22 +87,22 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: dict[str, Any]) -> list[str]:
     return blocks
 
 
-def render_subagent_step(ctx: Ctx, i: int, step: dict[str, Any]) -> str:
+def render_subagent_step(ctx: Ctx, i: int, step: WfStep) -> str:
     lb = ctx.labels
-    anchors = anchor_payloads(step) or [it.workflow_payload(i_) for i_ in dicts(step.get("items"))]
-    wp = anchors[0] if anchors else {}
+    anchors = anchor_payloads(step) or [item.workflow or WfPayload({}) for item in step.items]
+    wp = anchors[0] if anchors else WfPayload({})
     sid = sub_id(step, wp)
     sub = ctx.sub_map.get(sid)
     if sub is not None:
-        headline = sub.headline or as_str(wp.get("headline")) or as_str(step.get("title"))
+        headline = sub.headline or wp.headline or step.title
         status, lr = sub.status, sub.locked_reason
-        start = sub.started_at or as_str(wp.get("started_at")) or as_str(step.get("started_at"))
-        end = sub.completed_at or as_str(wp.get("completed_at"))
+        start = sub.started_at or wp.started_at or step.started_at
+        end = sub.completed_at or wp.completed_at
     else:
-        headline = as_str(wp.get("headline")) or as_str(step.get("title"))
-        status, lr = as_str(wp.get("status")), ctx.locked_reason
-        start = as_str(wp.get("started_at")) or as_str(step.get("started_at"))
-        end = as_str(wp.get("completed_at")) or as_str(step.get("completed_at"))
+        headline = wp.headline or step.title
+        status, lr = wp.status, ctx.locked_reason
+        start = wp.started_at or step.started_at
+        end = wp.completed_at or step.completed_at
     head = f"### {lb.step} {i} · {lb.subagent}{lb.sep}{one_line(headline)}" + time_range(start, end)
     tag = lb.tag(status, lr)
     if tag:
@@ -119,35 +110,35 @@ def render_subagent_step(ctx: Ctx, i: int, step: dict[str, Any]) -> str:
     blocks = [head]
     if sub is not None:
         blocks += _sub_body(ctx, sub, wp)
-    else:
-        if wp and dicts(wp.get("steps")):
-            seen = frozenset({sid} - {""})
-            blocks.append(nested(ctx, wp, 0, seen, lb.subagent, lr))
-        elif it.prompt_of(wp).strip():
-            blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(it.prompt_of(wp).strip("\n")))
+    elif wp.steps:
+        seen = frozenset({sid} - {""})
+        blocks.append(nested(ctx, wp, 0, seen, lb.subagent, lr))
+    elif wp.prompt.strip():
+        blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(wp.prompt.strip("\n")))
     # Other items on the step (not the anchor payloads) and further payloads.
-    for item in as_list(step.get("items")):
-        wpi = it.workflow_payload(item) if isinstance(item, dict) else {}
-        if wpi is wp:
+    for item in step.items:
+        wpi = item.workflow
+        if wpi is not None and wpi is wp:
             continue
-        if wpi and it.is_anchor(wpi) and as_str(wpi.get("id")) in ctx.sub_map:
-            other = ctx.sub_map[as_str(wpi.get("id"))]
+        if wpi is not None and wpi.is_anchor and wpi.id in ctx.sub_map:
+            other = ctx.sub_map[wpi.id]
             blocks.append(f"**{lb.subagent}: {one_line(other.headline)}**")
             blocks += _sub_body(ctx, other, wpi)
             continue
-        blocks.append(it.render_item(ctx, item))
+        blocks.append(render_item(ctx, item))
     return join_blocks(blocks)
 
 
 def render_stub_section(ctx: Ctx, turn: Turn) -> str:
     """`## Sub-agent work (k)` for a subagent_result turn with time-matched payloads."""
-    if not turn.stub_wfs:
+    if not turn.stub_runs:
         return ""
     lb = ctx.labels
-    count = lb.subagent_count.format(n=len(turn.stub_wfs))
+    count = lb.subagent_count.format(n=len(turn.stub_runs))
     blocks = [f"## {lb.subagent_work}{lb.par(count)}", quote(lb.stub_note)]
-    for wp in turn.stub_wfs:
-        seen = frozenset({as_str(wp.get("id"))} - {""})
+    for run in turn.stub_runs:
+        wp = run.payload
+        seen = frozenset({wp.id} - {""})
         block = nested(ctx, wp, 0, seen, lb.subagent, turn.metadata.locked_reason)
-        blocks += [launcher_line(ctx, as_str(wp.get("id"))), block, background_log(ctx, wp, block)]
+        blocks += [launcher_line(ctx, wp.id), block, background_log(ctx, run.log, block)]
     return join_blocks(blocks)

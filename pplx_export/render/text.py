@@ -7,8 +7,6 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from pplx_export.util.lenient import as_list, as_str
-
 _BACKTICK_RUN = re.compile(r"`+")
 _MODEL_LINK = re.compile(r"\[([^\]]+)\]\(pplx://action/[^)]+\)")
 _ANGLE_URL = re.compile(r"[ ()<>]")
@@ -32,27 +30,17 @@ def _ts(us: int) -> str:
         return ""
 
 
-def step_time(value: Any) -> str:
+def step_time(value: str) -> str:
     """`2035-12-26T00:00:12.5+00:00` -> `2035-12-26 00:00:12`."""
-    return as_str(value)[:19].replace("T", " ")
+    return value[:19].replace("T", " ")
 
 
-def time_range(start: Any, end: Any) -> str:
+def time_range(start: str, end: str) -> str:
     """` — start → end` when a start exists and differs from the end, else ""."""
     s, e = step_time(start), step_time(end)
     if not s or s == e:
         return ""
     return f" — {s} → {e or '?'}"
-
-
-def chunks_text(tp: Any) -> str:
-    """A text payload's `text`, or its joined `chunks` when the text is empty."""
-    if not isinstance(tp, dict):
-        return ""
-    text = as_str(tp.get("text"))
-    if text.strip():
-        return text
-    return "".join(c for c in as_list(tp.get("chunks")) if isinstance(c, str))
 
 
 _EMPTY_QUOTED_LINE = re.compile(r"^> $", re.MULTILINE)
@@ -107,11 +95,8 @@ def model_links(md: str) -> str:
     return _MODEL_LINK.sub(r"**\1**", md)
 
 
-def cell(value: Any) -> str:
+def cell(text: str) -> str:
     """One Markdown table cell: never truncated; pipes escaped, line breaks kept as <br>."""
-    if isinstance(value, dict):
-        value = value.get("value")
-    text = value if isinstance(value, str) else as_str(value)
     # Double any backslashes before a pipe so the pipe itself stays escaped.
     text = _PIPE.sub(lambda m: m.group(1) * 2 + "\\|", text)
     text = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n")

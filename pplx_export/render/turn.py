@@ -36,8 +36,8 @@ def turn_heading(ctx: Ctx, turn: Turn, level: str) -> str:
 
 def work_process(ctx: Ctx, turn: Turn) -> str:
     lb = ctx.labels
-    if ctx.conv.mode in WORKFLOW_MODES and turn.wf_block is not None:
-        wf_md = render_wf_block(ctx, turn.wf_block)
+    if ctx.conv.mode in WORKFLOW_MODES and turn.workflow is not None:
+        wf_md = render_wf_block(ctx, turn.workflow)
         extra = novel_steps(ctx, turn.steps, wf_md + "\n" + ctx.answer)
         if not extra:
             return wf_md

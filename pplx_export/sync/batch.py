@@ -14,20 +14,22 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pplx_export.archive.library_index import INDEX_DIR, load_index
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.state import ERROR_MAX, BatchState
-from pplx_export.archive.sweep import sweep_temp_files
+from pplx_export.archive.sweep import sweep_archive, sweep_temp_files
 from pplx_export.context import RunOptions
 from pplx_export.errors import (
     ApiError,
     ArchiveError,
     AuthError,
+    DiskFull,
     EntryDeleted,
     EntryExpired,
     Interrupted,
+    RateLimited,
     SchemaError,
     UsageError,
 )
@@ -42,10 +44,15 @@ from pplx_export.sync.export import (
 from pplx_export.sync.index import IndexResult, update_library_index
 from pplx_export.sync.plan import Plan, PlanItem, make_plan, parse_since
 from pplx_export.sync.progress import progress_reporter
+from pplx_export.sync.space_index import space_rows
+
+if TYPE_CHECKING:
+    from pplx_export.sync.autocommit import CommitResult
 
 log = logging.getLogger(__name__)
 
 AUTH_FAIL_FAST = 3
+RATE_LIMIT_FAIL_FAST = 3
 
 
 @dataclass
@@ -60,9 +67,12 @@ class BatchSummary:
     requests: int = 0
     elapsed: float = 0.0
     failures: list[tuple[str, str]] = field(default_factory=list)  # (uuid, reason)
+    # `sync --check-deleted`: the deletion check's document and summary line.
+    deleted_check: JSON | None = None
+    deleted_check_line: str = ""
 
     def to_json(self) -> JSON:
-        return {
+        doc: JSON = {
             "ok": self.ok,
             "skipped": self.skipped,
             "failed": self.failed,
@@ -74,14 +84,18 @@ class BatchSummary:
             "elapsed_s": round(self.elapsed, 3),
             "failures": [{"uuid": u, "reason": r} for u, r in self.failures],
         }
+        if self.deleted_check is not None:
+            doc["deleted_check"] = self.deleted_check
+        return doc
 
     def line(self) -> str:
-        return (
+        line = (
             f"batch: {self.ok} ok, {self.skipped} skipped, {self.failed} failed, "
             f"{self.expired} expired, {self.deleted} deleted, {self.early_stopped} early-stopped, "
             f"{self.variant_hits} answer-variant hits, {self.requests} requests, "
             f"{self.elapsed:.1f}s"
         )
+        return f"{line}\n{self.deleted_check_line}" if self.deleted_check_line else line
 
 
 def _sweep_index(opts: RunOptions) -> None:
@@ -126,16 +140,29 @@ def run_index(opts: RunOptions, *, full: bool, api: PerplexityAPI | None = None)
     return result
 
 
+@dataclass
+class Streaks:
+    """Consecutive threads that failed the same run-stopping way (reset by any other outcome)."""
+
+    auth: int = 0
+    rate_limited: int = 0
+
+    def record(self, exc: BaseException | None) -> None:
+        self.auth = self.auth + 1 if isinstance(exc, AuthError) else 0
+        self.rate_limited = self.rate_limited + 1 if isinstance(exc, RateLimited) else 0
+
+
 def _export_item(
     exporter: Exporter,
     item: PlanItem,
     summary: BatchSummary,
-    auth_streak: list[int],
+    streaks: Streaks,
     url: str = "",
 ) -> None:
     """Export one planned thread and record its outcome; raise only to stop the run."""
     uuid = item.uuid
     state = exporter.state
+    failure: BaseException | None = None
     try:
         directory = exporter.export(uuid, item.row, url)
     except EntryDeleted as exc:
@@ -146,26 +173,35 @@ def _export_item(
         state.mark_expired(uuid, note=exc.reason[:ERROR_MAX])
         summary.expired += 1
         log.warning("thread %s (%s) expired on Perplexity", uuid, item.title)
-    except AuthError as exc:
-        auth_streak[0] += 1
-        _record_failure(exporter, item, summary, exc)
-        if auth_streak[0] >= AUTH_FAIL_FAST:
-            raise AuthError(
-                f"{AUTH_FAIL_FAST} authentication failures in a row; state saved ({exc.reason})",
-                endpoint=exc.endpoint,
-            ) from exc
-        return
     except (ApiError, SchemaError, ArchiveError, OSError) as exc:
-        _record_failure(exporter, item, summary, exc)
+        full = DiskFull.of(exc)
+        if full is not None:
+            raise full from exc  # every later write (the state too) would fail the same way
+        failure = exc
     except Exception as exc:
         # A bug in parse/render on one odd payload must not cost the user the rest of the
         # batch: record it on the thread (with the traceback in the debug log) and go on.
         log.debug("thread %s: unexpected error", uuid, exc_info=True)
-        _record_failure(exporter, item, summary, exc)
+        failure = exc
     else:
         summary.ok += 1
         log.debug("exported %s -> %s", uuid, directory)
-    auth_streak[0] = 0
+    streaks.record(failure)
+    if failure is None:
+        return
+    _record_failure(exporter, item, summary, failure)
+    if isinstance(failure, AuthError) and streaks.auth >= AUTH_FAIL_FAST:
+        raise AuthError(
+            f"{AUTH_FAIL_FAST} authentication failures in a row; state saved ({failure.reason})",
+            endpoint=failure.endpoint,
+        ) from failure
+    if isinstance(failure, RateLimited) and streaks.rate_limited >= RATE_LIMIT_FAIL_FAST:
+        # Every retry of these threads was spent already: going on would only add requests
+        # to a throttled session. The state is saved; the next run picks up from here.
+        raise RateLimited(
+            f"rate limited on {RATE_LIMIT_FAIL_FAST} threads in a row; state saved, rerun later",
+            endpoint=failure.endpoint,
+        ) from failure
 
 
 def _record_failure(
@@ -189,19 +225,26 @@ class BatchFilters:
     limit: int | None = None
     mode: str | None = None
     since: str | None = None
+    space: str | None = None  # plan over this space's listing instead of the library
 
 
 def plan_batch(opts: RunOptions, filters: BatchFilters) -> tuple[Plan, BatchState]:
-    index = load_index(opts.out, opts.account.name)
-    if not index.threads:
-        log.warning("the index of %s is empty: run `pplx-export index` first", opts.account.name)
+    if filters.space is not None:
+        rows = space_rows(opts.out, filters.space)
+    else:
+        index = load_index(opts.out, opts.account.name)
+        rows = index.threads
+        if not rows:
+            log.warning(
+                "the index of %s is empty: run `pplx-export index` first", opts.account.name
+            )
     state = BatchState.load(opts.out)
     try:
         since = parse_since(filters.since) if filters.since else None
     except ValueError as exc:
         raise UsageError(f"--since: {exc}") from None
     plan = make_plan(
-        index.threads,
+        rows,
         state.threads,
         full=filters.full,
         force=filters.force,
@@ -218,14 +261,18 @@ def run_batch(
     *,
     dry_run: bool = False,
     api: PerplexityAPI | None = None,
+    commit: bool = True,
 ) -> BatchSummary | Plan:
     """Export what the plan says (or, with `dry_run`, return the plan); see the module doc
-    for the failure policy. The caller reports the summary and maps failures to exit 4."""
+    for the failure policy. The caller reports the summary and maps failures to exit 4.
+    `commit`: git-commit the archive afterwards when `auto_commit` is on (sync commits once
+    itself)."""
     filters = filters or BatchFilters()
     if dry_run:
         plan, _state = plan_batch(opts, filters)
         return plan
     with _locked(opts):
+        sweep_archive(opts.out)
         plan, state = plan_batch(opts, filters)
         summary = BatchSummary(early_stopped=len(plan.early_stopped))
         summary.skipped = sum(1 for item in plan.items if item.kind not in ("new", "updated"))
@@ -233,6 +280,8 @@ def run_batch(
             _run_items(opts, api, state, [(item, "") for item in plan.todo], summary)
         else:
             log.info("batch: nothing to do (%s)", plan.counts_text())
+        if commit:
+            auto_commit(opts, "batch")
     return summary
 
 
@@ -249,16 +298,21 @@ def _run_items(
     api = api or open_session(opts)
     before = api.requests_made
     exporter = _exporter(opts, api, state)
-    auth_streak = [0]
+    streaks = Streaks()
     try:
         with progress_reporter("batch", quiet=opts.quiet) as bar:
             bar.set_total(len(work))
             for item, url in work:
-                _export_item(exporter, item, summary, auth_streak, url)
+                _export_item(exporter, item, summary, streaks, url)
                 bar.advance(item.title)
     except KeyboardInterrupt:
         state.save()
         raise Interrupted("interrupted; state saved, rerun to continue") from None
+    except OSError as exc:  # e.g. recording a failure when the disk filled up meanwhile
+        full = DiskFull.of(exc)
+        if full is None:
+            raise
+        raise full from exc
     finally:
         summary.requests = api.requests_made - before
         summary.elapsed = time.monotonic() - started
@@ -283,21 +337,40 @@ def run_export(
         str(r.get("entryUUID")): r for r in load_index(opts.out, opts.account.name).threads
     }
     summary = BatchSummary()
-    with _locked(opts):
-        state = BatchState.load(opts.out)
-        work: list[tuple[PlanItem, str]] = []
-        for uuid, url in targets:
-            row = rows.get(uuid)
-            if not force and unchanged_since_export(state, uuid, row):
-                summary.skipped += 1
-                log.info("thread %s unchanged since its export (use --force)", uuid)
-                continue
-            title = str((row or {}).get("title") or "")
-            last_updated = str((row or {}).get("lastUpdated") or "")
-            work.append((PlanItem(uuid, title, last_updated, "new", "", row or {}), url))
-        if work:
-            _run_items(opts, api, state, work, summary)
+    # Sign in before taking the lock: a session that fails leaves a new archive untouched.
+    own = api is None
+    api = api or open_session(opts)
+    try:
+        with _locked(opts):
+            _export_refs(opts, api, targets, rows, force, summary)
+            auto_commit(opts, "export")
+    finally:
+        if own:
+            api.close()
     return summary
+
+
+def _export_refs(
+    opts: RunOptions,
+    api: PerplexityAPI,
+    targets: list[tuple[str, str]],
+    rows: dict[str, Any],
+    force: bool,
+    summary: BatchSummary,
+) -> None:
+    state = BatchState.load(opts.out)
+    work: list[tuple[PlanItem, str]] = []
+    for uuid, url in targets:
+        row = rows.get(uuid)
+        if not force and unchanged_since_export(state, uuid, row):
+            summary.skipped += 1
+            log.info("thread %s unchanged since its export (use --force)", uuid)
+            continue
+        title = str((row or {}).get("title") or "")
+        last_updated = str((row or {}).get("lastUpdated") or "")
+        work.append((PlanItem(uuid, title, last_updated, "new", "", row or {}), url))
+    if work:
+        _run_items(opts, api, state, work, summary)
 
 
 def run_sync(
@@ -307,15 +380,38 @@ def run_sync(
     check_deleted: bool = False,
     refresh_spaces: bool = False,
 ) -> BatchSummary | Plan:
-    """`index` then `batch` over one session (one pacer, one sign-in)."""
-    for flag, option, command in (
-        (check_deleted, "--check-deleted", "sync-deleted"),
-        (refresh_spaces, "--refresh-spaces", "spaces"),
-    ):
-        if flag:
-            raise UsageError(
-                f"{option} needs the `{command}` command, which this version does not have yet"
-            )
+    """`index` then `batch` over one session (one pacer, one sign-in); with `refresh_spaces`
+    or `full`, then `spaces --fetch-meta` and `sync-space`; with `check_deleted` or `full`,
+    then `sync-deleted --online` (its candidates that could not be checked count as failures
+    of the run)."""
     with open_session(opts) as api, _locked(opts):
         run_index(opts, full=full, api=api)
-        return run_batch(opts, BatchFilters(full=full), api=api)
+        result = run_batch(opts, BatchFilters(full=full), api=api, commit=False)
+        if refresh_spaces or full:
+            from pplx_export.sync.space_refresh import refresh_spaces as refresh
+
+            refresh(opts, api)
+        if (check_deleted or full) and isinstance(result, BatchSummary):
+            _check_deleted(opts, result)
+        auto_commit(opts, "sync")
+        return result
+
+
+def _check_deleted(opts: RunOptions, summary: BatchSummary) -> None:
+    from pplx_export.sync.deleted import run_sync_deleted
+
+    checked = run_sync_deleted(opts, online=True)
+    summary.deleted_check = checked.to_json()
+    summary.deleted_check_line = checked.line()
+    summary.failed += checked.failed
+    summary.failures += checked.left
+
+
+def auto_commit(opts: RunOptions, command: str) -> CommitResult | None:
+    """One git commit of the archive when `auto_commit` is on (a failure is only a warning)."""
+    if not opts.config.auto_commit:
+        return None
+    # Imported here: runs without auto_commit (most) never load git support.
+    from pplx_export.sync.autocommit import commit_archive
+
+    return commit_archive(opts.out, command, push=opts.config.auto_push)

@@ -1,9 +1,12 @@
 """`pplx-export demo`: the real pipeline against the bundled emulator, no account needed.
 
 Starts the emulator on loopback (port 0) over the bundled sample library, points a
-throw-away configuration at it (temporary cookie file, zero pacing), runs the real `index`
-and `batch`, and reports what landed where. Nothing here is a mock: the same client,
-parser, renderer and writer run as against perplexity.ai.
+throw-away configuration at it (temporary cookie file, zero pacing, two signed-in accounts:
+alice and her second account bob), runs the real `index` and `batch`, then `spaces
+--fetch-meta` (a space alice may not view is read through bob), `space-index` + `batch
+--space` for the shared spaces (another member's thread), `spaces` and `relations`, and
+reports what landed where. Nothing here is a mock: the same client, parser, renderer and
+writer run as against perplexity.ai.
 """
 
 from __future__ import annotations
@@ -19,14 +22,29 @@ from pathlib import Path
 from pplx_export.archive.paths import iter_thread_dirs
 from pplx_export.config import Config, NetworkSettings
 from pplx_export.context import RunOptions
-from pplx_export.emulator import DEFAULT_EMAIL, DEFAULT_NAME, DEFAULT_USERNAME, run_emulator
+from pplx_export.emulator import (
+    DEFAULT_EMAIL,
+    DEFAULT_NAME,
+    DEFAULT_USERNAME,
+    SESSION_COOKIE,
+    run_emulator,
+)
 from pplx_export.models import Account
 from pplx_export.perplexity.session import open_session
-from pplx_export.sync.batch import BatchSummary, run_batch, run_index
+from pplx_export.sync.batch import BatchFilters, BatchSummary, run_batch, run_index
+from pplx_export.sync.relations import run_relations
 from pplx_export.sync.search import demo_search
+from pplx_export.sync.space_index import run_space_index
+from pplx_export.sync.spaces import run_spaces
 from pplx_export.util.atomic import atomic_write_text
 
 DEFAULT_DEMO_DIR = Path("./pplx-demo-archive")
+# alice's second signed-in account: it can view the space alice was removed from.
+SECOND_USERNAME = "bob"
+SECOND_EMAIL = "bob@example.com"
+SECOND_NAME = "Bob Rivera"
+SECOND_TOKEN = "emulator-session-token-bob"
+ACCOUNT_COOKIE = "__Secure-pplx.session."
 
 
 @dataclass
@@ -47,6 +65,8 @@ class DemoSummary:
         ]
         lines += [
             "look at: <account>/<mode>/<date>_<title>_<uuid8>/conversation.md and turns/",
+            "spaces: spaces/index.md (one page per space, members, links to the threads)",
+            "relations: relations/graph.md (same space, same prompt, references, sub-agents)",
             f"then try: pplx-export status --out {self.directory}",
         ]
         if self.search:
@@ -58,15 +78,27 @@ def run_demo(directory: Path, *, lang: str = "en", quiet: bool = False) -> DemoS
     """Export the bundled sample library into `directory` through the emulator."""
     started = time.monotonic()
     directory.mkdir(parents=True, exist_ok=True)
-    with run_emulator() as emu, tempfile.TemporaryDirectory(prefix="pplx-demo-") as tmp:
+    extra = {SECOND_TOKEN: (SECOND_EMAIL, SECOND_NAME)}
+    with (
+        run_emulator(extra_accounts=extra) as emu,
+        tempfile.TemporaryDirectory(prefix="pplx-demo-") as tmp,
+    ):
         cookies = Path(tmp) / "cookies.json"
-        atomic_write_text(cookies, json.dumps(emu.cookies), mode=0o600)
+        jar = {
+            **emu.cookies,
+            f"{ACCOUNT_COOKIE}u-{DEFAULT_USERNAME}": emu.cookies[SESSION_COOKIE],
+            f"{ACCOUNT_COOKIE}u-{SECOND_USERNAME}": SECOND_TOKEN,
+        }
+        atomic_write_text(cookies, json.dumps(jar), mode=0o600)
         config = Config(path=Path(tmp) / "config.toml")  # never saved: degraded, in memory
         config.network = NetworkSettings(
             min_interval=0.0, max_retries=3, backoff_cap=0.0, timeout=30.0
         )
         account = Account(name=DEFAULT_USERNAME, display_name=DEFAULT_NAME, email=DEFAULT_EMAIL)
         config.accounts[account.name] = account
+        config.accounts[SECOND_USERNAME] = Account(
+            name=SECOND_USERNAME, display_name=SECOND_NAME, email=SECOND_EMAIL
+        )
         opts = RunOptions(
             config=config,
             account=account,
@@ -79,6 +111,12 @@ def run_demo(directory: Path, *, lang: str = "en", quiet: bool = False) -> DemoS
         with open_session(opts) as api:
             run_index(opts, full=True, api=api)
             batch = run_batch(opts, api=api)
+            shared = run_spaces(opts, fetch_meta=True, api=api)
+            for slug in shared.visible_to(account.name):
+                run_space_index(opts, slug, api=api)
+                run_batch(opts, BatchFilters(space=slug), api=api)
+        run_spaces(opts)
+        run_relations(opts)
     summary = DemoSummary(
         directory=directory, batch=batch if isinstance(batch, BatchSummary) else None
     )

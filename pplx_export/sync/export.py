@@ -24,6 +24,7 @@ from pplx_export.models import Account
 from pplx_export.parse import needs_blocks
 from pplx_export.parse.last_updated import same_last_updated
 from pplx_export.perplexity.api import PerplexityAPI
+from pplx_export.perplexity.thread import IncompleteThread
 from pplx_export.search.index import update_threads
 from pplx_export.sync.assemble import Engine, default_engine, export_conversation
 from pplx_export.sync.fetch_assets import download_assets, fetch_report_body
@@ -81,10 +82,8 @@ class Exporter:
         now = datetime.now(UTC)
         row = dict(row) if row else None
         plain = _require_entries(self.api.thread(web_uuid), web_uuid, "plain")
-        blocks = (
-            _require_entries(self.api.thread_schematized(web_uuid), web_uuid, "schematized")
-            if needs_blocks(plain, row, url)
-            else None
+        blocks, incomplete = (
+            self._schematized(web_uuid) if needs_blocks(plain, row, url) else (None, "")
         )
         conv = self.engine.parse(
             plain,
@@ -119,9 +118,26 @@ class Exporter:
             title=conv.title,
             dir=directory.relative_to(self.root).as_posix(),
             now=now,
+            note=incomplete,
         )
         update_threads(self.root, [directory.relative_to(self.root).as_posix()])  # search index
         return directory
+
+    def _schematized(self, web_uuid: str) -> tuple[dict[str, Any], str]:
+        """The schematized thread, and a note when its listing ended early.
+
+        The plain listing is complete by now (it raises otherwise) and holds every turn, so a
+        schematized listing that stops short keeps what it gave, flagged in the state (and
+        for `verify`) instead of failing the whole thread.
+        """
+        try:
+            return (
+                _require_entries(self.api.thread_schematized(web_uuid), web_uuid, "schematized"),
+                "",
+            )
+        except IncompleteThread as exc:
+            log.warning("thread %s: %s; kept what it gave, flagged", web_uuid, exc)
+            return _require_entries(exc.partial, web_uuid, "schematized"), f"incomplete: {exc}"
 
 
 def _require_entries(doc: dict[str, Any], web_uuid: str, flavor: str) -> dict[str, Any]:

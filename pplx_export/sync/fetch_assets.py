@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from pplx_export.archive.assets import FILES_DIR, load_manifest
-from pplx_export.archive.paths import safe_stem
+from pplx_export.archive.paths import safe_file_name
 from pplx_export.archive.report_body import looks_binary
 from pplx_export.errors import ApiError, NotFound, PermissionDenied
 from pplx_export.models import Asset, Conversation
@@ -88,7 +88,7 @@ def _download_one(api: PerplexityAPI, asset: Asset, files_dir: Path, taken: set[
         ext = resolve_ext(asset.dest_name or asset.filename, asset.url, head, asset.asset_type)
         name = final_asset_name(asset.dest_name or asset.filename or asset.uuid, ext)
         # The parser's stem rules keep leading dots and long names; harden before use.
-        name = _unique_name(safe_stem(name, 250), asset.uuid, taken)
+        name = _unique_name(safe_file_name(name), asset.uuid, taken)
         # The client fsynced the temp file; the rename and its directory entry follow.
         os.replace(tmp, files_dir / name)
         fsync_dir(files_dir)

@@ -29,10 +29,12 @@ from pplx_export.archive.library_index import (
     load_index,
     safe_account_name,
 )
-from pplx_export.archive.state import BatchState, scan_thread_dirs
+from pplx_export.archive.scan import scan_thread_dirs
+from pplx_export.archive.state import BatchState
 from pplx_export.config import Config
 from pplx_export.sync.index import FULL_REMINDER_RUNS, read_index_state
 from pplx_export.sync.plan import make_plan, row_matches_mode
+from pplx_export.sync.status_upkeep import print_upkeep, upkeep_status
 from pplx_export.util.lenient import as_str
 from pplx_export.util.timefmt import format_utc, parse_time
 
@@ -172,7 +174,7 @@ def collect_status(
             entry["title"] = as_str(record.get("title"))
             entry["failed_at"] = as_str(record.get("failed_at"))
         errors.append(entry)
-    return {
+    doc: dict[str, Any] = {
         "archive": str(root),
         "now": format_utc(now),
         "verbosity": min(verbose, 3),
@@ -186,6 +188,8 @@ def collect_status(
         },
         "errors": errors,
     }
+    doc.update(upkeep_status(root, state))
+    return doc
 
 
 # ------------------------------------------------------------------ human output
@@ -261,3 +265,4 @@ def print_status(doc: dict[str, Any], console: Console) -> None:
         for err in doc["errors"]:
             title = f"  {err['title']}" if err.get("title") else ""
             say(f"  {err['uuid']}{title}: {err['error']}")
+    print_upkeep(doc, say)

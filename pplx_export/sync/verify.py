@@ -36,7 +36,8 @@ from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.paths import RESERVED_TOP, TRASH_PREFIX, iter_thread_rels, uuid8
 from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES
 from pplx_export.archive.report_body import load_report_body
-from pplx_export.archive.state import BatchState, check_state_vs_dirs
+from pplx_export.archive.state import BatchState
+from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.archive.writer import write_thread
 from pplx_export.context import RunOptions
@@ -278,7 +279,6 @@ def _check_thread(check: ThreadCheck, root: Path, rel: str, lang: str) -> None:
         dest=directory,
         log_variants=False,
         dry_run=True,
-        existing_doc=doc,
     )
     if result.written or result.removed:
         files = sorted(result.written) + [f"{f} (extra)" for f in sorted(result.removed)]
@@ -431,7 +431,7 @@ def verify(
 
 def fix(report: VerifyReport, *, lang: str = "en") -> None:
     """Repair what can be repaired offline; marks those problems fixed in `report`."""
-    from pplx_export.sync.rerender import rerender_thread
+    from pplx_export.sync.rerender_thread import rerender_thread
 
     root = report.root
     stale = sorted({p.where for p in report.problems if p.kind == "stale"})

@@ -136,9 +136,29 @@ def _same_order(a: Any, b: Any) -> bool:
 # (typeshed does not declare the attribute JSONDecoder.__init__ sets.)
 _scan_once: Callable[[str, int], tuple[Any, int]] = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
+# msgspec's decoder, where it is installed: 2-3x faster than the stdlib scanner on archive
+# files (half of a re-render's time is decoding). Whatever it accepts it decodes to exactly
+# json.loads' value (integers of any size included; property-tested); whatever it refuses
+# (NaN, 1e400, lone surrogates, non-UTF-8 bytes, bad JSON) goes to the stdlib path, which
+# then gives json.loads' value or json.loads' error.
+try:
+    import msgspec
+
+    _fast_decode: Callable[[str | bytes], Any] | None = msgspec.json.Decoder().decode
+    # ValueError: a str holding a lone surrogate cannot even be encoded for it.
+    _FAST_ERRORS: tuple[type[Exception], ...] = (msgspec.MsgspecError, ValueError)
+except ImportError:  # pragma: no cover - msgspec is a dependency; keep working without it
+    _fast_decode = None
+    _FAST_ERRORS = ()
+
 
 def loads(data: str | bytes) -> Any:
     """Exactly `json.loads(data)`: the same value, the same errors."""
+    if _fast_decode is not None:
+        try:
+            return _fast_decode(data)
+        except _FAST_ERRORS:
+            pass
     text = (
         data if isinstance(data, str) else data.decode(json.detect_encoding(data), "surrogatepass")
     )

@@ -7,7 +7,16 @@ routes (thread detail, asset data).
 from __future__ import annotations
 
 from pplx_export.emulator.http import Handler, Request, Response, error
-from pplx_export.emulator.routes import account, ask, assets, listing, spaces, threads
+from pplx_export.emulator.routes import (
+    account,
+    ask,
+    assets,
+    listing,
+    space_view,
+    spaces,
+    threads,
+    upkeep,
+)
 from pplx_export.emulator.routes.threads import thread_id_of
 
 ROUTES: dict[tuple[str, str], Handler] = {
@@ -17,9 +26,9 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("POST", "/rest/thread/mark_viewed"): account.mark_viewed,
     ("POST", "/rest/perplexity_ask/graphql"): listing.graphql,
     ("POST", "/rest/thread/list_ask_threads"): listing.list_ask_threads,
-    ("GET", "/rest/collections/get_collection"): spaces.get_collection,
-    ("GET", "/rest/collections/list_collection_threads"): spaces.list_collection_threads,
-    ("GET", "/rest/collections/list_user_collections"): spaces.list_user_collections,
+    ("GET", "/rest/collections/get_collection"): space_view.get_collection,
+    ("GET", "/rest/collections/list_collection_threads"): space_view.list_collection_threads,
+    ("GET", "/rest/collections/list_user_collections"): space_view.list_user_collections,
     ("POST", "/rest/collections/create_collection"): spaces.create_collection,
     ("POST", "/rest/collections/batch_move_threads"): spaces.batch_move_threads,
     ("POST", "/rest/sse/perplexity_ask"): ask.perplexity_ask,
@@ -27,6 +36,9 @@ ROUTES: dict[tuple[str, str], Handler] = {
 
 
 def dispatch(req: Request) -> Response:
+    hooked = upkeep.intercept(req)  # failing threads, owners, expiring URLs
+    if hooked is not None:
+        return hooked
     handler = ROUTES.get((req.method, req.path))
     if handler is not None:
         return handler(req)

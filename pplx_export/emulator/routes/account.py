@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import uuid as uuidlib
 
+from pplx_export.emulator.accounts import user_id
 from pplx_export.emulator.http import JSON, Request, Response, error, json_response
 from pplx_export.util.lenient import as_list, as_str
 
@@ -21,7 +21,7 @@ def session(req: Request) -> Response:
                 "name": name,
                 "email": email,
                 "image": None,
-                "id": str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"emulator-user:{email}")),
+                "id": user_id(email),
                 "username": username,
             },
             "expires": "2099-01-01T00:00:00.000Z",
@@ -85,4 +85,5 @@ def mark_viewed(req: Request) -> Response:
     ids = [as_str(v) for v in as_list(req.json().get("context_uuids"))]
     if not ids:
         return error(400, "INVALID_REQUEST", "no context_uuids")
+    req.app.mark_viewed(ids)
     return json_response(200, {"status": "success"})

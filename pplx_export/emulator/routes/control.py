@@ -5,10 +5,14 @@ from __future__ import annotations
 from pplx_export.emulator.app import Emulator
 from pplx_export.emulator.http import JSON
 from pplx_export.emulator.library import DELETED, EXPIRED, OK
+from pplx_export.emulator.routes import upkeep
 from pplx_export.util.lenient import as_str
 
 
 def mutate(app: Emulator, payload: JSON) -> tuple[int, JSON]:
+    handled = upkeep.mutate(app, payload)  # fail_thread, own, url_ttl, advance_clock
+    if handled is not None:
+        return handled
     library = app.library
     try:
         if "touch" in payload:
@@ -21,11 +25,17 @@ def mutate(app: Emulator, payload: JSON) -> tuple[int, JSON]:
         elif "expire" in payload:
             record = library.set_state(as_str(payload["expire"]), EXPIRED, listed=True)
             action = "expire"
+        elif "forbid" in payload:
+            record = library.forbid(as_str(payload["forbid"]))
+            action = "forbid"
         elif "restore" in payload:
             record = library.set_state(as_str(payload["restore"]), OK, listed=True)
             action = "restore"
         else:
-            return 400, {"error_code": "INVALID_REQUEST", "message": "touch|delete|expire|restore"}
+            return 400, {
+                "error_code": "INVALID_REQUEST",
+                "message": "touch|delete|expire|forbid|restore",
+            }
     except KeyError:
         return 404, {"error_code": "THREAD_NOT_FOUND"}
     return 200, {

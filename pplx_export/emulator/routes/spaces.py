@@ -1,4 +1,7 @@
-"""Spaces (collections): metadata, thread lists, the user's spaces, create, move (protocol §2.6)."""
+"""Spaces (collections): create, move, and the collection document (protocol §2.6).
+
+The read endpoints (metadata, thread list, the viewer's spaces) are in space_view.py.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,7 @@ import copy
 
 from pplx_export.emulator.http import JSON, Request, Response, error, json_response
 from pplx_export.emulator.library import SpaceRecord, space_slug
-from pplx_export.util.lenient import as_list, as_str, lenient_int
-
-SPACE_PAGE = 20
+from pplx_export.util.lenient import as_list, as_str
 
 
 def collection_json(req: Request, space: SpaceRecord) -> JSON:
@@ -38,74 +39,6 @@ def collection_json(req: Request, space: SpaceRecord) -> JSON:
         }
     )
     return out
-
-
-def get_collection(req: Request) -> Response:
-    slug = req.arg("collection_slug")
-    library = req.app.library
-    if slug in library.forbidden_spaces:
-        return json_response(
-            200, {"status": "failed", "_response_type": "VIEW_COLLECTION_NOT_ALLOWED"}
-        )
-    space = library.space_by_slug(slug)
-    if space is None:
-        return error(404, "COLLECTION_NOT_FOUND", slug)
-    return json_response(200, collection_json(req, space))
-
-
-def list_collection_threads(req: Request) -> Response:
-    library = req.app.library
-    space = library.space_by_slug(req.arg("collection_slug"))
-    if space is None:
-        return error(404, "COLLECTION_NOT_FOUND")
-    rows = library.space_threads(space.uuid)
-    offset = max(0, lenient_int(req.arg("offset")))
-    page = rows[offset : offset + SPACE_PAGE]
-    more = offset + len(page) < len(rows)
-    out = []
-    for record in page:
-        first = record.entries[0] if record.entries else {}
-        out.append(
-            {
-                "uuid": record.uuid,
-                "context_uuid": record.context_uuid,
-                "frontend_uuid": as_str(first.get("frontend_uuid")),
-                "author_username": record.author,
-                "author_name": req.app.config.name,
-                "title": record.title,
-                "query_str": record.first_query,
-                "mode": record.listing_mode,
-                "last_query_datetime": record.last_updated,
-                "thread_access": first.get("thread_access") or 1,
-                "answer_preview": "",
-                "has_next_page": more,
-                "total_threads": len(rows),
-            }
-        )
-    return json_response(200, out)
-
-
-def list_user_collections(req: Request) -> Response:
-    library = req.app.library
-    with library.lock:
-        spaces = sorted(library.spaces.values(), key=lambda s: s.title)
-    out = [
-        {
-            "uuid": s.uuid,
-            "title": s.title,
-            "slug": s.slug,
-            "emoji": s.emoji,
-            "access": 1,
-            "contributor_users": [],
-            "is_invited": False,
-            "is_pinned": False,
-            "can_share_threads": True,
-            "file_count": 0,
-            "has_next_page": False,
-        }
-        for s in spaces
-    ]
-    return json_response(200, out)
 
 
 def create_collection(req: Request) -> Response:

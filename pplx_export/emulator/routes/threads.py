@@ -43,8 +43,10 @@ def thread_detail(req: Request) -> Response:
     thread_id = thread_id_of(req.method, req.path)
     library = req.app.library
     record = library.get(thread_id)
-    if record is None:
+    if record is None or req.app.take_hidden(thread_id):
         return error(404, "THREAD_NOT_FOUND", "Not found")
+    if record.uuid in library.forbidden_threads:
+        return error(403, "VIEW_THREAD_NOT_ALLOWED", "You cannot view this thread")
     refused = _state_error(record)
     if refused is not None:
         return refused

@@ -1,0 +1,98 @@
+"""Spaces and relations commands of `pplx-export`: thin wrappers over sync/.
+
+`spaces`, `sync-space` and `relations` read only the archive (zero network; `spaces
+--fetch-meta` is the one online variant); `space-index` lists a space online.
+"""
+
+from __future__ import annotations
+
+import click
+
+from pplx_export.cli.options import common_options
+from pplx_export.cli.output import report_run
+from pplx_export.context import RunOptions
+
+
+@click.command()
+@click.option(
+    "--fetch-meta",
+    is_flag=True,
+    help="First fetch each space's owner and members into index/space_meta.json (online; "
+    "a denied space is retried with the other configured accounts).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@common_options
+def spaces(opts: RunOptions, fetch_meta: bool, as_json: bool) -> None:
+    """Write spaces/<slug>.md per space, spaces/index.md and spaces/spaces.json.
+
+    Offline unless --fetch-meta: threads are grouped by space from every account's index,
+    the space listings of `space-index` and thread.json.
+    """
+    from pplx_export.sync.spaces import run_spaces
+
+    result = run_spaces(opts, fetch_meta=fetch_meta)
+    report_run(result.line(), [], quiet=opts.quiet, doc=result.to_json() if as_json else None)
+
+
+@click.command("space-index")
+@click.argument("space")
+@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@common_options
+def space_index(opts: RunOptions, space: str, as_json: bool) -> None:
+    """List a space's threads (every member's) into index/space_<slug>.json.
+
+    SPACE is a space URL (https://www.perplexity.ai/spaces/<slug>) or its slug. Then
+    `batch --space SLUG` exports the listed threads.
+    """
+    from pplx_export.sync.space_index import run_space_index
+
+    result = run_space_index(opts, space)
+    report_run(result.line(), [], quiet=opts.quiet, doc=result.to_json() if as_json else None)
+
+
+@click.command("sync-space")
+@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@common_options
+def sync_space(opts: RunOptions, as_json: bool) -> None:
+    """Zero network: patch thread.json space fields from the indexes (threads that moved).
+
+    Rebuilds spaces/ when anything changed; nothing but the `space` key is touched.
+    """
+    from pplx_export.sync.sync_space import run_sync_space
+
+    result = run_sync_space(opts)
+    failed = f"{len(result.failures)} thread.json file(s) not patched" if result.failures else ""
+    report_run(
+        result.line(),
+        result.failures,
+        quiet=opts.quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=failed,
+    )
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Summary as JSON on stdout.")
+@common_options
+def relations(opts: RunOptions, as_json: bool) -> None:
+    """Zero network: rebuild relations/edges.jsonl and relations/graph.md.
+
+    Edge kinds: same_space, same_prompt, references, subagent_of. Unreadable threads are
+    reported and left out (exit 4); the graph of the others is still written.
+    """
+    from pplx_export.sync.relations import run_relations
+
+    result = run_relations(opts)
+    failed = f"{len(result.failures)} thread(s) unreadable" if result.failures else ""
+    report_run(
+        result.line(),
+        result.failures,
+        quiet=opts.quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=failed,
+    )
+
+
+def register(group: click.Group) -> None:
+    for command in (spaces, space_index, sync_space, relations):
+        group.add_command(command)

@@ -1,0 +1,217 @@
+"""The workflow tree: one recursive dispatch over items and the nested payloads they carry.
+
+`render_item` dispatches on the item kind; a WORKFLOW item renders its payload as a nested
+block (`nested`), whose items come back through `render_item` one level deeper. The
+recursion stays in this module, so the modules around it (steps, council, sub-agents,
+background) import it and nothing here imports them.
+"""
+
+from __future__ import annotations
+
+from pplx_export.models import WfItem, WfPayload, WfStep
+from pplx_export.parse.views import (
+    CONTENT,
+    QUERIES,
+    SOURCES,
+    TABLE,
+    TEXT,
+    TODO_LIST,
+    USER_QUESTIONS,
+    USER_RESPONSE,
+    WORKFLOW,
+)
+from pplx_export.render.context import MAX_DEPTH, Ctx
+from pplx_export.render.items import (
+    render_content,
+    render_queries,
+    render_sources,
+    render_table,
+    render_text,
+    render_todo,
+    render_user_questions,
+    render_user_response,
+)
+from pplx_export.render.latex import norm
+from pplx_export.render.shown import Shown
+from pplx_export.render.text import (
+    details,
+    join_blocks,
+    link,
+    model_links,
+    one_line,
+    quote,
+    summary_text,
+    time_range,
+)
+
+COUNCIL_MODE = "LLM_COUNCIL"
+# What an item without a workflow payload reads as where one is looked for.
+NO_PAYLOAD = WfPayload(raw={})
+
+
+def render_item(ctx: Ctx, item: WfItem, depth: int = 0, seen: frozenset[str] = frozenset()) -> str:
+    """One workflow item; an unknown type renders a visible placeholder naming it."""
+    kind = item.kind
+    if kind == TEXT:
+        return render_text(ctx, item)
+    if kind == SOURCES:
+        return render_sources(ctx, item)
+    if kind == QUERIES:
+        return render_queries(ctx, item)
+    if kind == WORKFLOW:
+        return render_workflow_item(ctx, item.workflow or NO_PAYLOAD, depth, seen)
+    if kind == TODO_LIST:
+        return render_todo(ctx, item)
+    if kind == TABLE:
+        return render_table(item)
+    if kind == USER_QUESTIONS:
+        return render_user_questions(ctx, item)
+    if kind == USER_RESPONSE:
+        return render_user_response(ctx, item)
+    if kind == CONTENT:
+        return render_content(item)
+    return f"*({kind or '?'}: {ctx.labels.unrendered})*"
+
+
+def render_workflow_item(ctx: Ctx, wp: WfPayload, depth: int, seen: frozenset[str]) -> str:
+    if wp.mode == COUNCIL_MODE:
+        return ""  # the council step renders it (council.py)
+    if depth == 0 and wp.is_anchor and wp.id in ctx.sub_map:
+        return ""  # a top-level launch: the sub-agent step renders it from the sub-agent map
+    if not wp.steps and not wp.is_anchor:
+        headline = wp.headline.strip()
+        return ctx.labels.nested_empty + (f" {headline}" if headline else "")
+    wid = wp.id
+    if depth >= MAX_DEPTH or (wid and wid in seen):
+        name = wp.headline.strip() or ctx.labels.untitled
+        return ctx.labels.recursion_limit.format(name=name)
+    label = ctx.labels.subagent if wp.is_anchor else ctx.labels.nested
+    return nested(ctx, wp, depth, seen | {wid} if wid else seen, label)
+
+
+def step_label(step: WfStep) -> str:
+    """`**title** (`tool`)` for a step inside a nested block ("" when it has neither)."""
+    title = one_line(step.title)
+    tool = step.tool_name
+    label = f"**{title}**" if title else ""
+    if tool:
+        label += f" (`{tool}`)" if label else f"(`{tool}`)"
+    return label
+
+
+def step_heading(ctx: Ctx, i: int, step: WfStep, title: str = "") -> str:
+    """`### Step i · title (`tool`) — start → end · tag`."""
+    lb = ctx.labels
+    title = title or one_line(step.title)
+    head = f"### {lb.step} {i}" + (f" · {title}" if title else "")
+    if step.tool_name:
+        head += f" (`{step.tool_name}`)"
+    head += time_range(step.started_at, step.completed_at)
+    tag = lb.tag(step.status, ctx.locked_reason)
+    if tag:
+        head += f" · {tag}"
+    return head
+
+
+def conclusion_of(wp: WfPayload) -> str:
+    """The payload's last non-blank answer text (the nested run's conclusion)."""
+    found = ""
+    for step in wp.steps:
+        for item in step.items:
+            if item.kind == TEXT and item.text.variant == "answer" and item.text.text.strip():
+                found = item.text.text
+    return found
+
+
+def nested_body(
+    ctx: Ctx,
+    wp: WfPayload,
+    depth: int,
+    seen: frozenset[str],
+    shown_md: str | None = None,
+) -> tuple[list[str], str, list[str]]:
+    """(body parts, conclusion, citation lines) of a nested workflow payload.
+
+    With `shown_md`, items whose content is already there are left out (a second copy of
+    the same run); step titles stay so the outline of the run remains visible.
+    """
+    shown = Shown(shown_md) if shown_md is not None else None
+    bare = ctx.content_only()
+    conclusion = conclusion_of(wp)
+    inner = ctx.with_answer(conclusion)
+    parts: list[str] = []
+    cited: list[str] = []
+    urls: set[str] = set()
+    for step in wp.steps:
+        step_parts: list[str] = []
+        for item in step.items:
+            if item.kind == SOURCES:
+                text = item.text.text
+                if text.strip():
+                    step_parts.append(norm(text.strip("\n")))
+                for s in item.sources:
+                    if s.url and s.url not in urls:
+                        urls.add(s.url)
+                        cited.append("- " + link(s.name, s.url))
+                continue
+            if shown is not None and render_item(bare, item, depth + 1, seen) in shown:
+                continue
+            rendered = render_item(inner, item, depth + 1, seen)
+            if rendered.strip():
+                step_parts.append(rendered)
+        label = step_label(step)
+        tag = ctx.labels.tag(step.status, ctx.locked_reason)
+        if tag:
+            label = f"{label} · {tag}" if label else tag
+        if shown is not None and not step_parts and (not label or label in shown):
+            continue  # a second copy's step with nothing new
+        if label or step_parts:
+            parts.append(join_blocks([label, *step_parts]))
+    return parts, conclusion, cited
+
+
+def nested(
+    ctx: Ctx,
+    wp: WfPayload,
+    depth: int,
+    seen: frozenset[str],
+    label: str,
+    locked_reason: str | None = None,
+) -> str:
+    """A nested workflow payload as a folded block with its conclusion and citations."""
+    lb = ctx.labels
+    lr = ctx.locked_reason if locked_reason is None else locked_reason
+    ctx = ctx.with_locked_reason(lr)
+    parts, conclusion, cited = nested_body(ctx, wp, depth, seen)
+    stat = (
+        lb.steps_n.format(n=len(wp.steps))
+        + " · "
+        + (lb.has_conclusion if conclusion else lb.no_conclusion)
+    )
+    if cited:
+        stat += " · " + lb.citations_n.format(n=len(cited))
+    tag = lb.tag(wp.status, lr)
+    if tag:
+        stat += f" · {tag}"
+    headline = wp.headline.strip() or lb.untitled
+    summary = summary_text(f"{label}{lb.sep}{headline}{lb.par(stat)}")
+
+    meta = []
+    if wp.status:
+        meta.append(f"{lb.status}: `{wp.status}`")
+    if wp.model:
+        meta.append(f"{lb.model}: `{wp.model}`")
+    span = time_range(wp.started_at, wp.completed_at)
+    if span:
+        meta.append(f"{lb.time}:{span.removeprefix(' —')}")
+    blocks = [quote(" · ".join(meta))] if meta else []
+    if wp.prompt.strip():
+        blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(wp.prompt.strip("\n")))
+    blocks += parts if parts else [lb.no_steps]
+    if conclusion.strip():
+        blocks.append(
+            f"**{lb.conclusion}{lb.colon}**\n\n" + model_links(norm(conclusion.strip("\n")))
+        )
+    if cited:
+        blocks.append(f"**{lb.sources}{lb.colon}**\n\n" + "\n".join(cited))
+    return details(summary, join_blocks(blocks))

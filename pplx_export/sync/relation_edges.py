@@ -1,0 +1,176 @@
+"""The relations graph's edges (protocol.md §8), computed from per-thread facts. Pure.
+
+`ThreadFacts` is what one thread contributes (read from its raw files by
+`sync.relation_facts`); `build_edges` turns the facts of a whole archive into the four edge
+kinds, in the protocol's order: `same_space`, `same_prompt`, `subagent_of`, `references`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pplx_export.models import JSON, RelationEdge
+
+KINDS = ("same_space", "same_prompt", "subagent_of", "references")
+EVIDENCE_KEY_MAX = 80
+TASKS_SOURCE = "perplexity_tasks"
+LINK_EVIDENCE = "thread link in answer/citation"
+BARE_EVIDENCE = "uuid mentioned in content"
+
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+THREAD_LINK = re.compile(r"perplexity\.ai/(?:search|thread|computer/tasks)/(" + _UUID + ")", re.I)
+BARE_UUID = re.compile(_UUID, re.I)
+_STRIP = " \t.,!?;:。，！？；：…、"
+_WS = re.compile(r"\s+")
+
+
+def normalize_query(query: str) -> str:
+    """NFKC, strip, casefold, collapse whitespace, strip trailing/leading punctuation (§8)."""
+    text = unicodedata.normalize("NFKC", query or "").strip().casefold()
+    return _WS.sub(" ", text).strip(_STRIP).strip()
+
+
+def link_uuids(texts: Iterable[str]) -> set[str]:
+    """Lower-cased thread UUIDs of perplexity.ai thread links in `texts`."""
+    return {m.lower() for t in texts if t for m in THREAD_LINK.findall(t)}
+
+
+def bare_uuids(text: str) -> set[str]:
+    return {m.lower() for m in BARE_UUID.findall(text or "")}
+
+
+@dataclass
+class SubAgentRef:
+    sub_id: str
+    headline: str = ""
+    thread_uuid: str = ""  # the background entry's backend_uuid
+
+
+@dataclass
+class ThreadFacts:
+    """What one archived thread contributes to the graph."""
+
+    uuid: str  # lower-cased web UUID
+    rel: str  # thread directory relative to the archive root
+    title: str = ""
+    space_slug: str = ""
+    first_query: str = ""  # "" for a degraded (shell) thread: it never clusters
+    first_source: str = ""  # the first turn's query_source
+    first_created_us: int = 0
+    links: list[str] = field(default_factory=list)  # thread links, sorted, lower-cased
+    mentions: list[str] = field(default_factory=list)  # bare UUIDs, sorted, lower-cased
+    sub_agents: list[SubAgentRef] = field(default_factory=list)
+    degraded: bool = False  # no raw_entries.json: identity from thread.json only
+
+    def to_json(self) -> JSON:
+        return {
+            "uuid": self.uuid,
+            "rel": self.rel,
+            "title": self.title,
+            "space_slug": self.space_slug,
+            "first_query": self.first_query,
+            "first_source": self.first_source,
+            "first_created_us": self.first_created_us,
+            "links": self.links,
+            "mentions": self.mentions,
+            "sub_agents": [[s.sub_id, s.headline, s.thread_uuid] for s in self.sub_agents],
+            "degraded": self.degraded,
+        }
+
+    @classmethod
+    def from_json(cls, doc: JSON) -> ThreadFacts:
+        """The inverse of `to_json`; raises (KeyError/TypeError/ValueError) on a bad record."""
+        subs = [SubAgentRef(str(a), str(b), str(c)) for a, b, c in doc["sub_agents"]]
+        return cls(
+            uuid=str(doc["uuid"]),
+            rel=str(doc["rel"]),
+            title=str(doc["title"]),
+            space_slug=str(doc["space_slug"]),
+            first_query=str(doc["first_query"]),
+            first_source=str(doc["first_source"]),
+            first_created_us=int(doc["first_created_us"]),
+            links=[str(u) for u in doc["links"]],
+            mentions=[str(u) for u in doc["mentions"]],
+            sub_agents=subs,
+            degraded=bool(doc["degraded"]),
+        )
+
+
+def _same_space(facts: list[ThreadFacts]) -> list[RelationEdge]:
+    edges = [
+        RelationEdge(f.uuid, f"space:{f.space_slug}", "same_space", f"member of {f.space_slug}")
+        for f in facts
+        if f.space_slug
+    ]
+    edges.sort(key=lambda e: (e.dst, e.src))
+    return edges
+
+
+def _same_prompt(facts: list[ThreadFacts]) -> list[RelationEdge]:
+    clusters: dict[str, list[ThreadFacts]] = {}
+    for f in facts:
+        key = normalize_query(f.first_query)
+        if key:
+            clusters.setdefault(key, []).append(f)
+    edges: list[RelationEdge] = []
+    for key in sorted(clusters):
+        members = sorted(clusters[key], key=lambda f: (f.first_created_us or 0, f.uuid))
+        for a, b in itertools.pairwise(members):
+            tasks = a.first_source == TASKS_SOURCE and b.first_source == TASKS_SOURCE
+            cls = TASKS_SOURCE if tasks else "manual_resend"
+            evidence = f"same first query ({cls}): {key[:EVIDENCE_KEY_MAX]}"
+            edges.append(RelationEdge(a.uuid, b.uuid, "same_prompt", evidence))
+    return edges
+
+
+def _subagent_of(
+    facts: list[ThreadFacts], archived: set[str], archived_note: str
+) -> list[RelationEdge]:
+    edges: list[RelationEdge] = []
+    for f in facts:
+        seen: set[str] = set()
+        for sub in f.sub_agents:
+            if not sub.sub_id or sub.sub_id in seen:
+                continue
+            seen.add(sub.sub_id)
+            evidence = sub.headline or sub.sub_id
+            child = sub.thread_uuid.lower()
+            if child and child != f.uuid and child in archived:
+                evidence += archived_note.format(uuid=child)
+            edges.append(RelationEdge(f.uuid, sub.sub_id, "subagent_of", evidence))
+    return edges
+
+
+def _references(facts: list[ThreadFacts], archived: set[str]) -> list[RelationEdge]:
+    found: dict[tuple[str, str], set[str]] = {}
+    for f in facts:
+        for uuids, evidence in ((f.links, LINK_EVIDENCE), (f.mentions, BARE_EVIDENCE)):
+            for dst in uuids:
+                if dst != f.uuid and dst in archived:
+                    found.setdefault((f.uuid, dst), set()).add(evidence)
+    return [
+        RelationEdge(src, dst, "references", "; ".join(sorted(found[(src, dst)])))
+        for src, dst in sorted(found)
+    ]
+
+
+def build_edges(
+    facts: list[ThreadFacts], *, archived_note: str = " (sub-agent thread archived: {uuid})"
+) -> list[RelationEdge]:
+    """Every edge of the archive, kinds in protocol order. `facts` in archive path order,
+    one per thread UUID."""
+    archived = {f.uuid for f in facts}
+    return [
+        *_same_space(facts),
+        *_same_prompt(facts),
+        *_subagent_of(facts, archived, archived_note),
+        *_references(facts, archived),
+    ]
+
+
+def edge_json(edge: RelationEdge) -> JSON:
+    return {"src": edge.src, "dst": edge.dst, "kind": edge.kind, "evidence": edge.evidence}

@@ -1,0 +1,120 @@
+"""The worker pool of `re-render --jobs`: the threads to render, cut into chunks, rendered
+in worker processes, their outcomes yielded to the parent in order.
+
+Each worker holds one thread at a time and writes only inside that thread's directory; the
+parent owns every shared file (answer-variant log, render state), so there are no
+concurrent writers. `--jobs 1` (or a single thread to render) runs in the parent process.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import signal
+import sys
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pplx_export.models import JSON
+from pplx_export.sync.assemble import Engine, preload_engine
+from pplx_export.sync.rerender_thread import ThreadOutcome, rerender_thread
+
+T = TypeVar("T")
+# (directory relative to root, its render_state record, reached without a symlink)
+WorkItem = tuple[str, "JSON | None", bool]
+# `--jobs 0` (the default) runs one worker per available CPU, at most MAX_AUTO_JOBS (past
+# that the disk, not the CPU, is the limit, and every worker holds its own ~30 MiB), and
+# only when each worker gets at least MIN_AUTO_SHARE threads: starting a worker costs about
+# what rendering a few dozen threads does.
+MAX_AUTO_JOBS = 8
+MIN_AUTO_SHARE = 64
+
+
+def auto_jobs(todo: int) -> int:
+    """Workers for `--jobs 0`: one per CPU this process may run on, each with a fair share."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_AUTO_JOBS, todo // MIN_AUTO_SHARE))
+
+
+def outcomes(
+    root: Path,
+    todo: list[WorkItem],
+    *,
+    lang: str,
+    dry_run: bool,
+    jobs: int,
+    engine: Engine | None,
+) -> Iterator[ThreadOutcome]:
+    """Render every item of `todo`, in `jobs` worker processes when there is more than one,
+    and yield the outcomes in the order of `todo`."""
+    work = partial(_work, root, lang=lang, dry_run=dry_run, engine=engine)
+    jobs = min(jobs, len(todo))
+    if jobs <= 1:
+        yield from map(work, todo)
+        return
+    # Frozen objects are left out of the workers' garbage collections, which would otherwise
+    # touch (and so copy) every page they inherited from the parent.
+    gc.freeze()
+    pool = ProcessPoolExecutor(
+        max_workers=jobs, mp_context=_pool_context(), initializer=_init_worker
+    )
+    try:
+        futures = deque(pool.submit(_run_chunk, work, c) for c in guided_chunks(todo, jobs))
+        while futures:  # popped as consumed: a finished chunk's outcomes are not kept
+            yield from futures.popleft().result()
+    finally:
+        # On an error or Ctrl-C the chunks no worker has started are dropped, not rendered.
+        pool.shutdown(wait=True, cancel_futures=True)
+        gc.unfreeze()
+
+
+def guided_chunks(items: list[T], jobs: int, *, cap: int = 64, least: int = 4) -> list[list[T]]:
+    """`items` cut into chunks that shrink towards the end ("guided" scheduling).
+
+    Every chunk is a round trip through the parent, which shares the CPUs with the workers:
+    so chunks are big (up to `cap`) while there is plenty left, then shrink with what
+    remains (down to `least`), so the workers finish within a few threads of each other.
+    """
+    chunks: list[list[T]] = []
+    i = 0
+    while i < len(items):
+        size = max(least, min(cap, (len(items) - i) // (jobs * 2)))
+        chunks.append(items[i : i + size])
+        i += size
+    return chunks
+
+
+def _run_chunk(
+    work: Callable[[WorkItem], ThreadOutcome], items: list[WorkItem]
+) -> list[ThreadOutcome]:
+    return [work(item) for item in items]
+
+
+def _init_worker() -> None:
+    # Ctrl-C reaches the whole process group. The parent handles it: it drops the chunks
+    # not started and waits for the running ones, so no worker dies mid-write.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    preload_engine()
+
+
+def _pool_context() -> Any:
+    """Fork where it is safe (Linux): the workers start at once with the parser and renderer
+    the parent has already imported. Elsewhere the platform's default (spawn), where
+    `preload_engine` imports them once per worker instead of on its first thread."""
+    if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def _work(root: Path, item: WorkItem, **options: Any) -> ThreadOutcome:
+    """`rerender_thread` for one work item; `options` are lang, dry_run and engine."""
+    rel, recorded, dir_checked = item
+    return rerender_thread(root, rel, recorded=recorded, dir_checked=dir_checked, **options)

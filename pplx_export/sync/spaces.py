@@ -1,0 +1,257 @@
+"""`pplx-export spaces`: one Markdown page per space under `<archive>/spaces/` (product §4).
+
+Offline by default: the pages come from the archive alone (`sync.space_catalog`), so the
+command makes no request at all. `--fetch-meta` first asks the API for each space's
+metadata (`sync.space_meta`) and stores it in `index/space_meta.json`; the pages then show
+owner and members. Files are written only when their bytes change, and a page whose space
+is gone is removed (only pages the previous `spaces.json` lists: nothing else under
+`spaces/` is ours to delete).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pplx_export.archive.library_index import INDEX_DIR
+from pplx_export.archive.lock import archive_lock
+from pplx_export.archive.paths import ensure_inside
+from pplx_export.archive.space_files import load_meta, save_meta
+from pplx_export.context import RunOptions
+from pplx_export.errors import UsageError
+from pplx_export.models import JSON
+from pplx_export.perplexity.api import PerplexityAPI
+from pplx_export.render.spaces import render_space_page, render_spaces_index, spaces_json
+from pplx_export.sync.space_catalog import INDEX_FILE, Catalog, build_catalog, scan_disk
+from pplx_export.sync.space_meta import MetaOutcome, Opener, fetch_space_meta
+from pplx_export.util.atomic import write_if_changed
+from pplx_export.util.jsontext import loads
+from pplx_export.util.lenient import as_dict, as_str, dicts, lenient_int
+
+log = logging.getLogger(__name__)
+
+SPACES_DIR = "spaces"
+SPACES_JSON = "spaces.json"
+
+
+@dataclass
+class SpacesResult:
+    directory: Path
+    spaces: int = 0
+    threads: int = 0
+    no_space: int = 0
+    written: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    meta: MetaOutcome | None = None
+    elapsed: float = 0.0
+
+    visible: dict[str, str] = field(default_factory=dict)  # slug -> account that sees it
+
+    def counts(self) -> JSON:
+        return {
+            "spaces": self.spaces,
+            "threads": self.threads,
+            "no_space": self.no_space,
+            "visible": self.visible,
+        }
+
+    @classmethod
+    def from_stamp(cls, directory: Path, stamp: JSON, meta: MetaOutcome | None) -> SpacesResult:
+        counts = as_dict(stamp.get("counts"))
+        visible = as_dict(counts.get("visible"))
+        return cls(
+            directory=directory,
+            spaces=lenient_int(counts.get("spaces")),
+            threads=lenient_int(counts.get("threads")),
+            no_space=lenient_int(counts.get("no_space")),
+            meta=meta,
+            visible={str(k): str(v) for k, v in visible.items()},
+        )
+
+    def visible_to(self, account: str) -> list[str]:
+        """Slugs of the spaces whose metadata `account` could read (sorted)."""
+        return sorted(slug for slug, via in self.visible.items() if via == account)
+
+    def to_json(self) -> JSON:
+        doc: JSON = {
+            "directory": str(self.directory),
+            "spaces": self.spaces,
+            "threads": self.threads,
+            "no_space": self.no_space,
+            "written": self.written,
+            "removed": self.removed,
+            "problems": self.problems,
+        }
+        if self.meta is not None:
+            doc["meta"] = {
+                "fetched": self.meta.fetched,
+                "via_other_account": self.meta.via_other,
+                "failed": self.meta.failed,
+                "requests": self.meta.requests,
+            }
+        return doc
+
+    def line(self) -> str:
+        text = (
+            f"spaces: {self.spaces} spaces, {self.threads} threads ({self.no_space} in no space); "
+            f"{len(self.written)} files written, {len(self.removed)} removed -> {self.directory}"
+        )
+        if self.meta is not None:
+            text += (
+                f"; metadata: {self.meta.fetched} fetched ({self.meta.via_other} through another "
+                f"account), {self.meta.failed} unavailable, {self.meta.requests} requests"
+            )
+        return text
+
+
+def require_archive(root: Path) -> None:
+    """The offline commands work on an existing archive; a typo in --out must not create one."""
+    if not root.is_dir():
+        raise UsageError(f"no archive at {root} (pass --out, or run `pplx-export sync` first)")
+
+
+def _previous_files(directory: Path) -> set[str]:
+    """Page files the last run wrote (from its spaces.json); unreadable -> none."""
+    try:
+        doc = as_dict(loads((directory / SPACES_JSON).read_bytes()))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return set()
+    pages = dicts(doc.get("spaces"))
+    loose = as_dict(doc.get("no_space"))
+    if loose:
+        pages.append(loose)
+    names = {as_str(p.get("file")) for p in pages}
+    # Only plain page names: a hand-edited spaces.json must not steer a delete elsewhere.
+    return {n for n in names if n.endswith(".md") and "/" not in n and "\\" not in n
+            and not n.startswith(".") and n != INDEX_FILE}  # fmt: skip
+
+
+def write_pages(root: Path, catalog: Catalog, lang: str) -> tuple[list[str], list[str]]:
+    """Write every page, index.md and spaces.json; remove stale pages. (written, removed)."""
+    directory = ensure_inside(root, root / SPACES_DIR)
+    files = {p.file: render_space_page(p, lang) for p in catalog.pages}
+    files[INDEX_FILE] = render_spaces_index(catalog.pages, lang)
+    files[SPACES_JSON] = spaces_json(catalog.pages)
+    stale = _previous_files(directory) - set(files)
+    written = []
+    for name in sorted(files):
+        path = ensure_inside(root, directory / name)
+        if write_if_changed(path, files[name]):
+            written.append(f"{SPACES_DIR}/{name}")
+    removed = []
+    for name in sorted(stale):
+        path = ensure_inside(root, directory / name)
+        try:
+            path.unlink()
+            removed.append(f"{SPACES_DIR}/{name}")
+        except FileNotFoundError:
+            pass
+    return written, removed
+
+
+def space_slugs(catalog: Catalog) -> list[str]:
+    return sorted({p.slug for p in catalog.pages if p.slug and not p.no_space})
+
+
+def refresh_meta(opts: RunOptions, opener: Opener, api: PerplexityAPI | None = None) -> MetaOutcome:
+    """Fetch every known space's metadata and merge it into space_meta.json."""
+    catalog = build_catalog(opts.out)
+    outcome = fetch_space_meta(opts, space_slugs(catalog), opener, api)
+    records, _problem = load_meta(opts.out)
+    records.update(outcome.records)
+    save_meta(opts.out, records)
+    return outcome
+
+
+def run_spaces(
+    opts: RunOptions,
+    *,
+    fetch_meta: bool = False,
+    opener: Opener | None = None,
+    api: PerplexityAPI | None = None,
+) -> SpacesResult:
+    """Build spaces/ (and first, with `fetch_meta`, index/space_meta.json)."""
+    started = time.monotonic()
+    root = Path(opts.out)
+    require_archive(root)
+    meta = None
+    with archive_lock(root, opts.held_locks):
+        if fetch_meta:
+            if opener is None:
+                from pplx_export.perplexity.session import open_session
+
+                opener = open_session
+            meta = refresh_meta(opts, opener, api)
+        problems: list[str] = []
+        changed: list[bool] = []
+        disk = scan_disk(root, problems, disk_changed=changed)
+        last = _load_stamp(root)
+        if not any(changed) and not problems and last and _stamp(root, opts.lang, last) == last:
+            # Same thread.json files, same indexes, and the pages still as last written:
+            # they hold the bytes this run would write.
+            result = SpacesResult.from_stamp(root / SPACES_DIR, last, meta)
+            result.elapsed = time.monotonic() - started
+            return result
+        catalog = build_catalog(root, disk, problems)
+        for problem in catalog.problems:
+            log.warning("spaces: %s", problem)
+        written, removed = write_pages(root, catalog, opts.lang)
+        spaces = [p for p in catalog.pages if not p.no_space]
+        result = SpacesResult(
+            directory=root / SPACES_DIR,
+            spaces=len(spaces),
+            threads=sum(len(p.threads) for p in catalog.pages),
+            no_space=sum(len(p.threads) for p in catalog.pages if p.no_space),
+            written=written,
+            removed=removed,
+            problems=catalog.problems,
+            meta=meta,
+            visible={p.slug: p.meta_via for p in spaces if p.slug and p.meta_via},
+        )
+        files = [p.file for p in catalog.pages] + [INDEX_FILE, SPACES_JSON]
+        _save_stamp(root, _stamp(root, opts.lang, {"outputs": dict.fromkeys(files)}, result))
+    result.elapsed = time.monotonic() - started
+    return result
+
+
+STAMP_NAME = "spaces_stamp.json"
+
+
+def _stat(path: Path) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _stamp(root: Path, lang: str, last: JSON, result: SpacesResult | None = None) -> JSON:
+    """What spaces/ was built from and holds: the language, the (size, mtime_ns) of every
+    index file it read and of every file it wrote, and the counts of the summary."""
+    index = root / INDEX_DIR
+    inputs = {}
+    for path in sorted(index.glob("library_*.json")) + sorted(index.glob("space_*.json")):
+        inputs[path.name] = _stat(path)
+    outputs = {name: _stat(root / SPACES_DIR / name) for name in as_dict(last.get("outputs"))}
+    counts = last.get("counts") if result is None else result.counts()
+    return {"lang": lang, "inputs": inputs, "outputs": outputs, "counts": counts}
+
+
+def _load_stamp(root: Path) -> JSON:
+    try:
+        return as_dict(loads((root / INDEX_DIR / STAMP_NAME).read_bytes()))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+
+
+def _save_stamp(root: Path, stamp: JSON) -> None:
+    text = json.dumps(stamp, ensure_ascii=False, sort_keys=True)
+    try:
+        write_if_changed(root / INDEX_DIR / STAMP_NAME, text)
+    except OSError as exc:  # derived state: the pages are right without it
+        log.warning("could not write %s: %s", root / INDEX_DIR / STAMP_NAME, exc)

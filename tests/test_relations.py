@@ -1,0 +1,183 @@
+"""`pplx-export relations`: the four edge kinds of protocol §8 on an archive built for them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pplx_export.cli.export import main
+from pplx_export.emulator import run_emulator
+from pplx_export.render.relations import render_edges_jsonl
+from pplx_export.sync.relation_edges import (
+    SubAgentRef,
+    ThreadFacts,
+    build_edges,
+    normalize_query,
+)
+from tests.spaces_support import snapshot, space, uid, write_thread
+
+US = 1_790_000_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("query", "key"),
+    [
+        ("  Plan a TRIP   to Oslo?! ", "plan a trip to oslo"),
+        ("ｆｕｌｌｗｉｄｔｈ，", "fullwidth"),  # NFKC folds the width, the comma is stripped
+        ("Straße…", "strasse"),
+        ("?!", ""),
+    ],
+)
+def test_normalize_query(query: str, key: str) -> None:
+    assert normalize_query(query) == key
+
+
+def build_archive(root: Path) -> None:
+    ocean = space("ocean-notes", "Ocean Notes")
+    # references: an upper-case thread link in the answer, a bare upper-case UUID in a query
+    link = f"https://www.perplexity.ai/search/{uid(2).upper()}"
+    write_thread(root, uid(1), title="Tides", space_ref=ocean, answer=f"See {link} for more.")
+    write_thread(root, uid(2), title="Waves", space_ref=ocean, answer="Waves are wind-driven.")
+    write_thread(root, uid(6), title="Mentions", query=f"what did {uid(2).upper()} say?")
+    # same_prompt: three first queries equal after normalisation, written out of time order
+    write_thread(root, uid(4), title="Oslo b", query="  plan a TRIP to oslo ",
+                 created_us=US + 2, query_source="perplexity_tasks")  # fmt: skip
+    write_thread(root, uid(3), title="Oslo a", query="Plan a trip to Oslo?",
+                 created_us=US + 1, query_source="perplexity_tasks")  # fmt: skip
+    write_thread(root, uid(5), title="Oslo c", query="Plan a trip to Oslo!!", created_us=US + 3)
+    # no edge: its own UUID, a UUID not in the archive, a similar but different prompt
+    write_thread(root, uid(7), title="Alone", query="Plan a trip to Bergen?",
+                 answer=f"{uid(7)} and {uid(99)} and perplexity.ai/search/{uid(98)}")  # fmt: skip
+    # no raw files: identity and space from thread.json, content from conversation.md
+    write_thread(root, uid(8), title="Shell", raw=False, space_ref=space("kitchen"),
+                 query="Plan a trip to Oslo?",
+                 conversation=f"# Shell\n\nPlan a trip to Oslo?\n\nSee {uid(1)}.\n")  # fmt: skip
+
+
+def run(root: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["relations", "--out", str(root), *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def edges_of(root: Path) -> list[dict[str, str]]:
+    text = (root / "relations" / "edges.jsonl").read_text("utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_relations_finds_every_edge_and_no_more(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    build_archive(root)
+    with run_emulator() as emu:
+        result = CliRunner().invoke(
+            main, ["relations", "--out", str(root), "--base-url", emu.base_url]
+        )
+        assert emu.stats()["total"] == 0  # offline: not one request
+    assert result.exit_code == 0, result.output
+    edges = [(e["kind"], e["src"], e["dst"], e["evidence"]) for e in edges_of(root)]
+    key = "plan a trip to oslo"
+    assert edges == [
+        ("same_space", uid(8), "space:kitchen", "member of kitchen"),
+        ("same_space", uid(1), "space:ocean-notes", "member of ocean-notes"),
+        ("same_space", uid(2), "space:ocean-notes", "member of ocean-notes"),
+        ("same_prompt", uid(3), uid(4), f"same first query (perplexity_tasks): {key}"),
+        ("same_prompt", uid(4), uid(5), f"same first query (manual_resend): {key}"),
+        ("references", uid(1), uid(2), "thread link in answer/citation; uuid mentioned in content"),
+        ("references", uid(6), uid(2), "uuid mentioned in content"),
+        ("references", uid(8), uid(1), "uuid mentioned in content"),
+    ]
+    graph = (root / "relations" / "graph.md").read_text("utf-8")
+    assert graph.startswith("# Relations graph\n\nEdges: 8\n")
+    assert "| same_space | 3 |" in graph and "| references | 3 |" in graph
+    assert "- 3 threads `plan a trip to oslo`:" in graph
+    assert "```mermaid" in graph
+    assert "[Tides](../alice/search/2026-11-01_Tides_00000001/conversation.md)" in graph
+
+
+def test_a_corrupt_thread_is_reported_and_the_rest_is_written(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    build_archive(root)
+    broken = write_thread(root, uid(9), title="Broken")
+    (broken / "raw_entries.json").write_text('{"entries": [', "utf-8")
+    code, _out, err = run(root)
+    assert code == 4
+    assert "Broken_00000009" in err and "not valid JSON" in err
+    assert len(edges_of(root)) == 8
+
+
+def test_rerun_changes_no_byte_and_reads_nothing_again(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    build_archive(root)
+    code, out, _ = run(root, "--json")
+    assert code == 0 and json.loads(out)["parsed"] == 8
+    before = snapshot(root)
+    mtimes = {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+    code, out, _ = run(root, "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["parsed"] == 0 and doc["written"] == [] and doc["threads"] == 8
+    assert snapshot(root) == before
+    assert {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()} == mtimes
+
+
+def test_a_changed_thread_is_read_again(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    build_archive(root)
+    run(root)
+    write_thread(root, uid(2), title="Waves", space_ref=space("ocean-notes", "Ocean Notes"),
+                 answer=f"Compare with {uid(7)}, more than before.")  # fmt: skip
+    code, out, _ = run(root, "--json")
+    assert code == 0 and json.loads(out)["parsed"] == 1
+    assert ("references", uid(2), uid(7)) in {
+        (e["kind"], e["src"], e["dst"]) for e in edges_of(root)
+    }
+
+
+def test_subagent_edges_name_archived_sub_threads() -> None:
+    parent = ThreadFacts(uuid=uid(1), rel="a/computer/x")
+    parent.sub_agents = [
+        SubAgentRef("toolu_A", "Benchmark builds", uid(2)),
+        SubAgentRef("toolu_A", "Benchmark builds", uid(2)),  # one edge per distinct id
+        SubAgentRef("toolu_B", "Not archived", uid(99)),
+    ]
+    child = ThreadFacts(uuid=uid(2), rel="a/computer/y")
+    edges = build_edges([parent, child])
+    assert [(e.kind, e.src, e.dst, e.evidence) for e in edges] == [
+        (
+            "subagent_of",
+            uid(1),
+            "toolu_A",
+            f"Benchmark builds (sub-agent thread archived: {uid(2)})",
+        ),
+        ("subagent_of", uid(1), "toolu_B", "Not archived"),
+    ]
+
+
+def test_an_empty_graph_is_one_newline(tmp_path: Path) -> None:
+    assert render_edges_jsonl([]) == "\n"
+    root = tmp_path / "archive"
+    root.mkdir()
+    code, _out, _err = run(root)
+    assert code == 0
+    assert (root / "relations" / "edges.jsonl").read_text("utf-8") == "\n"
+
+
+def test_a_missing_archive_is_a_clear_error(tmp_path: Path) -> None:
+    code, _out, err = run(tmp_path / "nope")
+    assert code == 2 and "no archive at" in err
+    assert not (tmp_path / "nope").exists()
+
+
+def test_graph_md_lists_twenty_members_and_counts_the_rest() -> None:
+    from pplx_export.models import RelationEdge
+    from pplx_export.render.relations import ThreadRef, render_graph_md
+
+    edges = [RelationEdge(uid(n), "space:big", "same_space", "member of big") for n in range(25)]
+    threads = {uid(n): ThreadRef(f"a/search/d{n}", f"T{n}") for n in range(25)}
+    graph = render_graph_md(edges, threads)
+    assert "- `space:big`: 25 threads" in graph
+    assert graph.count("](../a/search/d") == 20
+    assert "  - … and 5 more (all in edges.jsonl)" in graph
+    assert "```mermaid" not in graph  # 26 nodes: past the diagram limit
