@@ -81,6 +81,11 @@ class E2E:
         """Run `pplx-export <args> <common options>` in-process (stdout/stderr apart)."""
         return CliRunner().invoke(main, [*args, *self.common()], catch_exceptions=False)
 
+    def offline(self, *args: str) -> Result:
+        """An offline command (no cookie or network options): only the config and --out."""
+        common = ["--config", str(self.config), "--out", str(self.out)]
+        return CliRunner().invoke(main, [*args, *common], catch_exceptions=False)
+
     def argv(self, *args: str) -> list[str]:
         return [sys.executable, "-c", CLI, *args, *self.common()]
 

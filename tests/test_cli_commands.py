@@ -13,7 +13,7 @@ ONLINE = (
     *("index", "export", "batch", "sync", "spaces", "space-index"),
     *("sync-deleted", "usage-backfill", "assets-backfill", "search-mode-backfill"),
 )
-OFFLINE = ("status", "re-render", "demo", "sync-space", "relations")
+OFFLINE = ("status", "re-render", "demo", "sync-space", "relations", "verify")
 
 
 def test_every_command_has_help_listing_only_the_options_it_uses() -> None:
@@ -52,3 +52,13 @@ def test_commands_without_account_run_on_a_config_of_several_accounts(tmp_path: 
     assert CliRunner().invoke(main, ["re-render", *argv]).exit_code == 0
     batch = CliRunner().invoke(main, ["batch", "--dry-run", *argv])
     assert batch.exit_code == 2 and "pass --account" in batch.output
+
+
+def test_the_cli_choice_lists_match_their_sources() -> None:
+    # Kept as literals in cli/ so `--help` need not import the data model or sqlite.
+    from pplx_export.cli import export, find
+    from pplx_export.models import MODES
+    from pplx_export.search.query import IN_CHOICES
+
+    assert export.MODES == find.MODES == MODES
+    assert find.IN_CHOICES == IN_CHOICES

@@ -72,7 +72,7 @@ def test_relations_finds_every_edge_and_no_more(tmp_path: Path) -> None:
     build_archive(root)
     with run_emulator() as emu:
         result = CliRunner().invoke(
-            main, ["relations", "--out", str(root), "--base-url", emu.base_url]
+            main, ["relations", "--out", str(root)], env={"PPLX_BASE_URL": emu.base_url}
         )
         assert emu.stats()["total"] == 0  # offline: not one request
     assert result.exit_code == 0, result.output

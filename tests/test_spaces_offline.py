@@ -138,7 +138,7 @@ def test_sync_space_patches_a_moved_thread_and_nothing_else(tmp_path: Path) -> N
     write_index(root, "alice", rows)
     before = snapshot(root)
     with run_emulator() as emu:
-        code, out, err = cli("sync-space", "--out", str(root), "--json", "--base-url", emu.base_url)
+        code, out, err = cli("sync-space", "--out", str(root), "--json")
         assert emu.stats()["total"] == 0
     assert code == 0, err
     doc = json.loads(out)

@@ -104,11 +104,11 @@ def test_confirmed_deletion_is_tombstoned_and_files_stay(env: E2E) -> None:
     assert list(json.loads(after["thread.json"]))[-1] == "remote_deleted"
 
     # Re-render keeps the tombstone; status lists the thread; a rerun changes nothing.
-    assert env.cli("re-render").exit_code == 0
+    assert env.offline("re-render").exit_code == 0
     assert json.loads((directory / "thread.json").read_text("utf-8"))["remote_deleted"] == stamp
-    status = _json(env.cli("status", "--json").stdout)
+    status = _json(env.offline("status", "--json").stdout)
     assert [t["uuid"] for t in status["tombstoned"]] == [SEARCH_UUID]
-    assert "deleted on Perplexity, kept here (1)" in env.cli("status").stdout
+    assert "deleted on Perplexity, kept here (1)" in env.offline("status").stdout
     env.emu.reset_stats()
     again = _json(env.cli("sync-deleted", "--online", "--json").stdout)
     assert again["candidates"] == [] and env.stats()["total"] == 0

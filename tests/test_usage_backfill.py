@@ -65,13 +65,13 @@ def test_usage_recorded_by_context_uuid_keyed_by_web_uuid(env: E2E) -> None:
     assert usage_path(env.out, "maya").read_bytes() == before
 
     # status shows the totals per account and per mode.
-    status = as_json(env.cli("status", "--json").stdout)
+    status = as_json(env.offline("status", "--json").stdout)
     (usage,) = status["credit_usage"]
     assert usage["account"] == "maya" and usage["threads"] == n_threads
     cents = sum(r["usage_cents"] for r in records.values())
     assert usage["credits"] == round(cents / 100, 2)
     assert set(usage["credits_by_mode"]) == {r["mode"] for r in records.values()}
-    assert "credits used by maya" in env.cli("status").stdout
+    assert "credits used by maya" in env.offline("status").stdout
 
 
 def test_forbidden_is_recorded_and_never_retried(env: E2E) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from pplx_export.cli.find import search, verify
 from pplx_export.cli.options import (
     PplxGroup,
     common_options,
@@ -39,6 +40,10 @@ MODES = ("search", "deep-research", "computer", "council", "study")
 @version_option("pplx-export")
 def main() -> None:
     """Archive your Perplexity library as Markdown + raw JSON, and keep it in sync."""
+
+
+main.add_command(search)  # cli/find.py
+main.add_command(verify)
 
 
 @main.command()

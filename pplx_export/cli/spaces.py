@@ -6,11 +6,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from pplx_export.cli.options import common_options, json_option, offline_options
 from pplx_export.cli.output import report_run
-from pplx_export.context import RunOptions
+
+if TYPE_CHECKING:
+    from pplx_export.context import RunOptions
 
 
 @click.command()

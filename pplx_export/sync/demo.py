@@ -33,6 +33,7 @@ from pplx_export.models import Account
 from pplx_export.perplexity.session import open_session
 from pplx_export.sync.batch import BatchFilters, BatchSummary, run_batch, run_index
 from pplx_export.sync.relations import run_relations
+from pplx_export.sync.search import demo_search
 from pplx_export.sync.space_index import run_space_index
 from pplx_export.sync.spaces import run_spaces
 from pplx_export.util.atomic import atomic_write_text
@@ -53,6 +54,7 @@ class DemoSummary:
     files: int = 0
     batch: BatchSummary | None = None
     elapsed: float = 0.0
+    search: str = ""  # the search index built, and a search to try (sync/search.py)
 
     def text(self) -> str:
         modes = ", ".join(f"{mode} {n}" for mode, n in sorted(self.by_mode.items()))
@@ -67,6 +69,8 @@ class DemoSummary:
             "relations: relations/graph.md (same space, same prompt, references, sub-agents)",
             f"then try: pplx-export status --out {self.directory}",
         ]
+        if self.search:
+            lines.append(self.search)
         return "\n".join(lines)
 
 
@@ -123,6 +127,7 @@ def run_demo(
     for thread in iter_thread_dirs(directory):
         modes[thread.parent.name] += 1
     summary.by_mode = dict(modes)
+    summary.search = demo_search(directory)
     summary.files = sum(len(files) for _, _, files in os.walk(directory))
     summary.elapsed = time.monotonic() - started
     return summary

@@ -26,6 +26,7 @@ from pplx_export.parse.interruptions import WORKFLOW_NOTE
 from pplx_export.parse.last_updated import same_last_updated
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.thread import IncompleteThread
+from pplx_export.search.index import update_threads
 from pplx_export.sync.assemble import Engine, default_engine, export_conversation
 from pplx_export.sync.fetch_assets import download_assets, fetch_report_body
 from pplx_export.util.timefmt import format_utc
@@ -119,6 +120,7 @@ class Exporter:
             now=now,
             note=incomplete,
         )
+        update_threads(self.root, [directory.relative_to(self.root).as_posix()])  # search index
         return directory
 
     def _schematized(self, web_uuid: str) -> tuple[dict[str, Any], str]:

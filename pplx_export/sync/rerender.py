@@ -32,6 +32,7 @@ from pplx_export.archive.variants import append_variant_log, warn_variants
 from pplx_export.context import RunOptions
 from pplx_export.errors import DiskFull, UsageError
 from pplx_export.models import JSON
+from pplx_export.search.index import IndexUpdater
 from pplx_export.sync.assemble import Engine, default_engine, preload_engine
 from pplx_export.sync.progress import progress_reporter
 from pplx_export.sync.rerender_pool import WorkItem, auto_jobs, outcomes
@@ -157,12 +158,14 @@ def rerender(
         jobs = auto_jobs(len(todo))
     if jobs > 1 and todo:
         preload_engine()  # before the fork, so no worker imports them again
+    search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
     try:
         for o in outcomes(root, todo, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine):
             if o.disk_full:
                 # Every later write would fail the same way: stop at once, one line.
                 raise DiskFull(o.disk_full)
             summary.add(o)
+            search_index.add(o.rel)
             if o.status == "failed":
                 log.error("re-render failed: %s: %s", root / o.rel, o.error)
                 dirty = state.pop(o.rel, None) is not None or dirty
@@ -177,6 +180,7 @@ def rerender(
             if dirty and not dry_run and summary.total % STATE_CHECKPOINT == 0:
                 _save_state(root, state)
                 dirty = False
+        search_index.close()
     finally:
         if not dry_run and dirty:
             _save_state(root, state)

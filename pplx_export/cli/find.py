@@ -1,0 +1,208 @@
+"""`search` and `verify`: thin commands over sync/search.py and sync/verify.py, and how
+their results look on a terminal (highlighted matches) or in a pipe (plain `[...]`)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from datetime import date
+from typing import TYPE_CHECKING
+
+import click
+
+from pplx_export.cli.options import json_option, offline_options, shared_options
+from pplx_export.cli.output import emit_json, report_run
+
+if TYPE_CHECKING:
+    from pplx_export.context import RunOptions
+    from pplx_export.search.query import SearchResult
+
+# Kept here, not imported, so `pplx-export --help` loads neither the data model nor sqlite
+# (tests check both lists against their sources).
+MODES = ("search", "deep-research", "computer", "council", "study")
+IN_CHOICES = ("query", "answer", "work", "sources", "all")
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _day(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """YYYY-MM-DD (a longer ISO time is cut to its date)."""
+    if value is None:
+        return None
+    head = value.strip()[:10]
+    try:
+        if not _DATE.fullmatch(head):
+            raise ValueError
+        date.fromisoformat(head)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD)") from None
+    return head
+
+
+def print_results(result: SearchResult, root_label: str, *, tty: bool) -> None:
+    """Four lines a result: title; mode, date, account, space; where it matched and the
+    snippet, matches highlighted (on a terminal) or in [brackets]; the file to open."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from pplx_export.search.query import marked
+
+    console = Console(highlight=False, soft_wrap=not tty)
+    for n, hit in enumerate(result.hits, start=1):
+        facts = [hit.mode, hit.date, hit.account]
+        if hit.space:
+            facts.append(f"space {hit.space}")
+        where = hit.field + (f", turn {hit.turn}" if hit.turn else "")
+        if tty:
+            snippet = marked(escape(hit.snippet), "[bold reverse]", "[/]")
+            console.print(f"[bold]{n}. {escape(hit.title)}[/]")
+            console.print(f"   [dim]{escape(' · '.join(facts))}[/]")
+            console.print(f"   [dim]{escape(where)}:[/] {snippet}")
+            # Not wrapped at spaces: the path stays one piece to copy (the terminal folds it).
+            console.print(f"   [cyan]{escape(root_label + hit.path)}[/]", soft_wrap=True)
+        else:
+            lines = [
+                f"{n}. {hit.title}",
+                "   " + " · ".join(facts),
+                f"   {where}: " + marked(hit.snippet, "[", "]"),
+                "   " + root_label + hit.path,
+            ]
+            sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
+
+
+@click.command()
+@click.argument("query", required=False)
+@click.option("--mode", type=click.Choice(MODES), default=None, help="Only threads of this mode.")
+@click.option("--space", default=None, help="Only threads of this space (slug or title).")
+@click.option(
+    "--since",
+    metavar="DATE",
+    callback=_day,
+    default=None,
+    help="Only threads updated on/after DATE.",
+)
+@click.option(
+    "--until",
+    metavar="DATE",
+    callback=_day,
+    default=None,
+    help="Only threads updated on/before DATE.",
+)
+@click.option(
+    "--in",
+    "scope",
+    type=click.Choice(IN_CHOICES),
+    default="all",
+    show_default=True,
+    help="Where to look: queries (and titles), answers (and reports, council), work "
+    "(steps, sub-agents), sources, or all.",
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most N threads."
+)
+@json_option
+@click.option("--rebuild", is_flag=True, help="Rebuild index/search.sqlite from the archive first.")
+@shared_options(network=False, account=True)
+def search(
+    opts: RunOptions,
+    query: str | None,
+    mode: str | None,
+    space: str | None,
+    since: str | None,
+    until: str | None,
+    scope: str,
+    limit: int,
+    as_json: bool,
+    rebuild: bool,
+) -> None:
+    """Full-text search of the archive (SQLite FTS5, index/search.sqlite).
+
+    QUERY takes FTS5 syntax: words (all must match), "exact phrases", OR, NOT,
+    NEAR(a b, 5), prefix*. Chinese and Japanese words match as written. --account
+    keeps one account's threads. Zero network; the index is read, never written,
+    unless it is missing or damaged (then it is rebuilt) or --rebuild is given.
+    """
+    from pplx_export.sync.search import SearchRequest, run_search
+
+    if query is None and not rebuild:
+        raise click.UsageError("give a QUERY (or --rebuild)")
+    ctx = click.get_current_context()
+    account_given = ctx.get_parameter_source("account") is click.core.ParameterSource.COMMANDLINE
+    outcome = run_search(
+        opts,
+        SearchRequest(
+            query=query,
+            mode=mode,
+            space=space,
+            account=account_given,
+            since=since,
+            until=until,
+            scope=scope,
+            limit=limit,
+            rebuild=rebuild,
+        ),
+    )
+    result = outcome.result
+    if as_json:
+        emit_json(outcome.to_json())
+        return
+    if outcome.rebuilt is not None and not opts.quiet:
+        stats = outcome.rebuilt
+        failed = f", {len(stats.failed)} unreadable" if stats.failed else ""
+        click.echo(f"search index rebuilt: {stats.indexed} threads{failed}", err=True)
+    if result is None:
+        return
+    if result.note:
+        click.echo(f"note: {result.note}", err=True)
+    print_results(result, f"{opts.out}/", tty=sys.stdout.isatty())
+    if not opts.quiet:
+        click.echo(
+            f"{len(result.hits)} result(s) for {result.query!r}"
+            f" ({result.total_threads} threads indexed)",
+            err=True,
+        )
+
+
+@click.command()
+@click.option(
+    "--fix", "fix_problems", is_flag=True, help="Re-render stale threads, re-index, sweep."
+)
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="Only the first N threads.")
+@json_option
+@offline_options
+def verify(opts: RunOptions, fix_problems: bool, limit: int | None, as_json: bool) -> None:
+    """Zero network: check the archive is whole, current and searchable.
+
+    thread.json and raw files parse; derived files equal a fresh render; the assets
+    manifest's files exist; no temp files; state and directories agree; the search
+    index covers every thread. Adds a schema-drift report (unknown payload types).
+    Exit 0 when clean, 4 while problems remain.
+    """
+    from pplx_export.sync.progress import progress_reporter
+    from pplx_export.sync.verify import run_verify_command
+
+    # No refresh thread: verify forks its workers while the bar is up.
+    with progress_reporter("verify", quiet=opts.quiet, refresh_thread=False) as bar:
+        report = run_verify_command(
+            opts,
+            fix_problems=fix_problems,
+            limit=limit,
+            on_total=bar.set_total,
+            on_progress=bar.advance,
+        )
+    remaining = len(report.remaining)
+    if not as_json:
+        sys.stdout.write("\n".join(report.lines()) + "\n")
+    report_run(
+        "",
+        [],
+        quiet=True,
+        doc=report.to_json() if as_json else None,
+        failed_message=(
+            f"{remaining} problem(s) remain"
+            + ("" if fix_problems else "; `pplx-export verify --fix` repairs what it can")
+            if remaining
+            else ""
+        ),
+    )

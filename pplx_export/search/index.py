@@ -1,0 +1,556 @@
+"""Keeping `index/search.sqlite` current: update changed threads, or rebuild from the archive.
+
+A thread is indexed from its files, by the same parser as re-render: thread.json,
+raw_entries.json, raw_blocks.json and the report body. Its row records a `signature` (size
+and mtime of those files); a thread whose files still match is skipped without being read,
+so a hook called for every thread of a no-op run costs a few stats each. One transaction
+per call (per chunk of threads for `IndexUpdater`): a reader sees a chunk whole or not at all.
+
+`rebuild` writes a new database next to the old one and renames it over it, so a search
+running meanwhile reads the old file to the end. The hooks (`update_threads`,
+`IndexUpdater`) never raise: the index is derived data, and an export must not fail
+because of it. A missing database is built from the archive; a damaged one, or one of
+another schema version, is rebuilt with a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sqlite3
+import sys
+import tempfile
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pplx_export.search.extract import ThreadRow, thread_row
+from pplx_export.search.schema import (
+    FTS_TABLES,
+    SCHEMA_VERSION,
+    connect_rw,
+    create_schema,
+    db_path,
+    schema_version,
+    trigger_ddl,
+)
+from pplx_export.util.atomic import TEMP_PREFIX, read_with_stat
+from pplx_export.util.jsontext import loads
+
+log = logging.getLogger(__name__)
+
+THREAD_JSON = "thread.json"
+RAW_ENTRIES = "raw_entries.json"
+RAW_BLOCKS = "raw_blocks.json"
+REPORT_BODY = "assets/report_body.md"
+REPORT_MD = "report.md"
+# The files a thread's rows are computed from, in signature order.
+INPUTS = (THREAD_JSON, RAW_ENTRIES, RAW_BLOCKS, REPORT_BODY)
+# Top-level folders of the archive that hold no threads (archive/paths.py RESERVED_TOP).
+RESERVED_TOP = frozenset({"index", "relations", "spaces"})
+# Bumped when the rows extracted from a thread change: every signature then differs.
+EXTRACT_VERSION = "1"
+CHUNK = 200  # threads per transaction in IndexUpdater
+# `rebuild` workers: one per CPU, at most MAX_JOBS, each with MIN_SHARE threads or more
+# (starting one costs about what parsing a few dozen threads does).
+MAX_JOBS = 8
+MIN_SHARE = 64
+
+
+class ThreadUnreadable(Exception):
+    """A thread directory whose files cannot be indexed (the reason is the message)."""
+
+
+@dataclass
+class IndexStats:
+    indexed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    rebuilt: bool = False
+    error: str = ""  # the index could not be updated at all
+
+    def merge(self, other: IndexStats) -> None:
+        self.indexed += other.indexed
+        self.unchanged += other.unchanged
+        self.removed += other.removed
+        self.failed.extend(other.failed)
+        self.rebuilt = self.rebuilt or other.rebuilt
+        self.error = other.error or self.error
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "indexed": self.indexed,
+            "unchanged": self.unchanged,
+            "removed": self.removed,
+            "failed": [{"dir": d, "reason": r} for d, r in self.failed],
+            "rebuilt": self.rebuilt,
+            "error": self.error or None,
+        }
+
+
+class IndexDamaged(Exception):
+    """The database exists but cannot be used (not a database, damaged, other schema)."""
+
+
+# ------------------------------------------------------------------ reading a thread
+
+
+def thread_rels(root: Path) -> list[str]:
+    """`<account>/<mode>/<dir>` of every directory holding a thread.json, sorted."""
+    found: list[str] = []
+
+    def subdirs(path: str) -> list[str]:
+        try:
+            with os.scandir(path) as it:
+                return sorted(e.name for e in it if e.is_dir() and not e.name.startswith("."))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return []
+
+    base = str(root)
+    for account in subdirs(base):
+        if account in RESERVED_TOP:
+            continue
+        for mode in subdirs(os.path.join(base, account)):
+            for name in subdirs(os.path.join(base, account, mode)):
+                rel = f"{account}/{mode}/{name}"
+                if os.path.isfile(os.path.join(base, rel, THREAD_JSON)):
+                    found.append(rel)
+    return found
+
+
+def _stamp(stat: tuple[int, int] | None) -> str:
+    return "-" if stat is None else f"{stat[0]}:{stat[1]}"
+
+
+def signature(root: Path, rel: str) -> str | None:
+    """What the thread's input files look like now; None without a thread.json."""
+    base = os.path.join(root, rel)
+    parts = [EXTRACT_VERSION]
+    for name in INPUTS:
+        try:
+            st = os.stat(os.path.join(base, name))
+        except OSError:
+            if name == THREAD_JSON:
+                return None
+            parts.append("-")
+            continue
+        parts.append(_stamp((st.st_size, st.st_mtime_ns)))
+    return "|".join(parts)
+
+
+def _read_json(path: str, name: str) -> tuple[Any, tuple[int, int]]:
+    try:
+        data, stat = read_with_stat(path)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ThreadUnreadable(f"{name} unreadable: {exc}") from exc
+    try:
+        value = loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise ThreadUnreadable(f"{name} does not parse: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ThreadUnreadable(f"{name} is not a JSON object")
+    return value, stat
+
+
+def load_thread(root: Path, rel: str) -> tuple[ThreadRow, str]:
+    """The index rows of one thread directory and its signature (as of what was read).
+    Raises ThreadUnreadable (or FileNotFoundError when thread.json is gone)."""
+    from pplx_export.errors import SchemaError
+    from pplx_export.parse.thread import parse_thread, row_from_thread_json
+
+    base = os.path.join(root, rel)
+    doc, doc_stat = _read_json(os.path.join(base, THREAD_JSON), THREAD_JSON)
+    web_uuid = doc.get("web_uuid")
+    if not isinstance(web_uuid, str) or not web_uuid:
+        raise ThreadUnreadable("thread.json has no web_uuid")
+    try:
+        plain, plain_stat = _read_json(os.path.join(base, RAW_ENTRIES), RAW_ENTRIES)
+    except FileNotFoundError as exc:
+        raise ThreadUnreadable(f"{RAW_ENTRIES} missing") from exc
+    blocks: dict[str, Any] | None = None
+    blocks_stat: tuple[int, int] | None = None
+    with contextlib.suppress(FileNotFoundError):  # plain search threads have none
+        blocks, blocks_stat = _read_json(os.path.join(base, RAW_BLOCKS), RAW_BLOCKS)
+    mode_folder = rel.split("/")[1] if rel.count("/") >= 2 else ""
+    try:
+        conv = parse_thread(
+            plain,
+            blocks,
+            row_from_thread_json(doc, mode_folder),
+            web_uuid=web_uuid,
+            url=str(doc.get("url") or ""),
+            export_via=str(doc.get("export_via") or ""),
+            exported_at=str(doc.get("exported_at") or ""),
+        )
+    except SchemaError as exc:
+        raise ThreadUnreadable(str(exc)) from exc
+    body: str | None = None
+    body_stat: tuple[int, int] | None = None
+    if conv.report is not None:
+        for name in (REPORT_BODY, REPORT_MD):
+            try:
+                data, stat = read_with_stat(os.path.join(base, name))
+            except OSError:
+                continue
+            body = data.decode("utf-8", errors="replace")
+            if name == REPORT_BODY:
+                body_stat = stat
+            break
+    if body_stat is None:
+        with contextlib.suppress(OSError):
+            st = os.stat(os.path.join(base, REPORT_BODY))
+            body_stat = (st.st_size, st.st_mtime_ns)
+    sig = "|".join(
+        [EXTRACT_VERSION, *(_stamp(s) for s in (doc_stat, plain_stat, blocks_stat, body_stat))]
+    )
+    return thread_row(conv, doc, rel, body), sig
+
+
+# ------------------------------------------------------------------ writing rows
+
+
+def _delete(conn: sqlite3.Connection, *, uuid: str = "", rel: str = "") -> int:
+    ids = [
+        r[0] for r in conn.execute("SELECT id FROM threads WHERE uuid = ? OR dir = ?", (uuid, rel))
+    ]
+    for thread_id in ids:
+        for table in ("turns", "sources", "reports"):
+            conn.execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))
+        conn.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
+    return len(ids)
+
+
+def _insert(conn: sqlite3.Connection, row: ThreadRow, sig: str) -> None:
+    cur = conn.execute(
+        "INSERT INTO threads(uuid, dir, account, author, export_via, mode, title, space,"
+        " space_title, date, updated, url, n_turns, signature)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            row.uuid,
+            row.dir,
+            row.account,
+            row.author,
+            row.export_via,
+            row.mode,
+            row.title,
+            row.space,
+            row.space_title,
+            row.date,
+            row.updated,
+            row.url,
+            len(row.turns),
+            sig,
+        ),
+    )
+    thread_id = cur.lastrowid
+    conn.executemany(
+        "INSERT INTO turns(thread_id, turn, file, query, answer, work, agents, council)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (thread_id, t.turn, t.file, t.query, t.answer, t.work, t.agents, t.council)
+            for t in row.turns
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO sources(thread_id, turn, title, url) VALUES (?, ?, ?, ?)",
+        [(thread_id, s.turn, s.title, s.url) for s in row.sources],
+    )
+    if row.report is not None:
+        conn.execute(
+            "INSERT INTO reports(thread_id, file, title, body) VALUES (?, ?, ?, ?)",
+            (thread_id, row.report.file, row.report.title, row.report.body),
+        )
+
+
+def _index_one(conn: sqlite3.Connection, root: Path, rel: str, stats: IndexStats) -> None:
+    sig = signature(root, rel)
+    known = conn.execute("SELECT signature FROM threads WHERE dir = ?", (rel,)).fetchone()
+    if sig is None:  # the directory is gone (merged into a newer one, deleted by hand)
+        stats.removed += _delete(conn, rel=rel)
+        return
+    if known is not None and known[0] == sig:
+        stats.unchanged += 1
+        return
+    try:
+        row, sig = load_thread(root, rel)
+    except FileNotFoundError:
+        stats.removed += _delete(conn, rel=rel)
+        return
+    except ThreadUnreadable as exc:
+        # No stale hits for a thread that cannot be read now.
+        _delete(conn, rel=rel)
+        stats.failed.append((rel, str(exc)))
+        return
+    _delete(conn, uuid=row.uuid, rel=rel)
+    _insert(conn, row, sig)
+    stats.indexed += 1
+
+
+# ------------------------------------------------------------------ opening
+
+
+def open_for_update(root: Path) -> sqlite3.Connection:
+    """The database, checked; IndexDamaged when it must be rebuilt (FileNotFoundError when
+    there is none)."""
+    path = db_path(root)
+    if not path.is_file():
+        raise FileNotFoundError(path)
+    try:
+        conn = connect_rw(path)
+    except sqlite3.DatabaseError as exc:  # its pragmas already read the header
+        raise IndexDamaged(str(exc)) from exc
+    try:
+        version = schema_version(conn)
+        if version != SCHEMA_VERSION:
+            raise IndexDamaged(
+                "not a pplx-export search index"
+                if version is None
+                else f"schema version {version}, this version writes {SCHEMA_VERSION}"
+            )
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise IndexDamaged(str(exc)) from exc
+    except IndexDamaged:
+        conn.close()
+        raise
+    return conn
+
+
+def update_threads(root: Path, rels: Iterable[str], *, jobs: int = 1) -> IndexStats:
+    """Re-index the threads in directories `rels` (relative to `root`) whose files changed,
+    in one transaction; drop the rows of directories that are gone. Never raises.
+
+    Without a database, one is built from the whole archive; a damaged one is rebuilt. That
+    build runs in this process unless `jobs` says otherwise: a hook may be called where
+    other threads run (a progress bar's, the demo's emulator), and forking then is unsafe."""
+    root = Path(root)
+    rels = list(rels)
+    try:
+        try:
+            conn = open_for_update(root)
+        except FileNotFoundError:
+            log.info("search index: building %s from the archive", db_path(root))
+            return rebuild(root, jobs=jobs)
+        except IndexDamaged as exc:
+            log.warning("search index %s is unusable (%s); rebuilding it", db_path(root), exc)
+            return rebuild(root, jobs=jobs)
+        stats = IndexStats()
+        try:
+            with conn:
+                conn.execute("BEGIN IMMEDIATE")
+                for rel in rels:
+                    _index_one(conn, root, rel, stats)
+        finally:
+            conn.close()
+    except (sqlite3.Error, OSError) as exc:
+        log.warning(
+            "search index not updated (%s); `pplx-export search --rebuild` rebuilds it", exc
+        )
+        return IndexStats(error=str(exc))
+    for rel, reason in stats.failed:
+        log.debug("search index: %s not indexed: %s", rel, reason)
+    return stats
+
+
+class IndexUpdater:
+    """`update_threads` fed one thread at a time, one transaction per `chunk` threads, for a
+    long run (re-render): `add(rel)` for each thread written, `close()` at the end.
+
+    Without a usable database the threads are not indexed one by one: `close()` builds the
+    index from the whole archive once the run is over (not while its workers still share
+    the CPUs). A run interrupted before `close()` leaves the index behind what it wrote;
+    those threads' files changed, so the next update re-indexes them. `enabled=False` (a
+    dry run) does nothing. Never raises."""
+
+    def __init__(self, root: Path, *, enabled: bool = True, chunk: int = CHUNK) -> None:
+        self.root = Path(root)
+        self.enabled = enabled
+        self.chunk = chunk
+        self.pending: list[str] = []
+        self.stats = IndexStats()
+        self.build_at_close = False
+
+    def add(self, rel: str) -> None:
+        if not self.enabled or self.build_at_close:
+            return
+        self.pending.append(rel)
+        if len(self.pending) >= self.chunk:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        rels, self.pending = self.pending, []
+        try:
+            conn = open_for_update(self.root)
+        except (FileNotFoundError, IndexDamaged, sqlite3.Error, OSError):
+            self.build_at_close = True
+            return
+        conn.close()
+        self.stats.merge(update_threads(self.root, rels))
+
+    def close(self) -> IndexStats:
+        if not self.enabled:
+            return self.stats
+        self.flush()
+        if self.build_at_close:
+            self.build_at_close = False
+            # Builds (or rebuilds) it; the run's own workers are done, its progress bar
+            # redraws without a thread (sync/rerender.py), so workers may fork.
+            self.stats.merge(update_threads(self.root, [], jobs=0))
+        return self.stats
+
+
+# ------------------------------------------------------------------ rebuilding
+
+Loaded = tuple[ThreadRow, str] | str | None  # rows and signature | why not | gone
+
+
+def _load(root: Path, rel: str) -> Loaded:
+    try:
+        return load_thread(root, rel)
+    except FileNotFoundError:
+        return None
+    except ThreadUnreadable as exc:
+        return str(exc)
+    except Exception as exc:
+        # A parser bug on one thread must not cost the index the other thousands.
+        log.debug("indexing %s crashed", rel, exc_info=True)
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _load_chunk(root: Path, rels: list[str]) -> list[tuple[str, Loaded]]:
+    return [(rel, _load(root, rel)) for rel in rels]
+
+
+def _ignore_sigint() -> None:
+    # Ctrl-C reaches the whole process group; the parent stops the run.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _auto_jobs(todo: int) -> int:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_JOBS, todo // MIN_SHARE))
+
+
+def _load_all(root: Path, rels: list[str], jobs: int) -> Iterator[tuple[str, Loaded]]:
+    """Every thread's rows, in `rels` order; parsed in worker processes when it pays."""
+    jobs = _auto_jobs(len(rels)) if jobs == 0 else min(jobs, max(1, len(rels)))
+    if jobs <= 1:
+        for rel in rels:
+            yield rel, _load(root, rel)
+        return
+    import multiprocessing
+
+    # Fork where it is safe (Linux): the workers start with the parser imported.
+    import pplx_export.parse  # noqa: F401
+
+    if sys.platform.startswith("linux"):
+        context = multiprocessing.get_context("fork")
+    else:
+        context = multiprocessing.get_context()
+    size = max(4, min(64, len(rels) // (jobs * 4)))
+    chunks = [rels[i : i + size] for i in range(0, len(rels), size)]
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_ignore_sigint)
+    try:
+        futures = deque(pool.submit(_load_chunk, root, chunk) for chunk in chunks)
+        while futures:
+            yield from futures.popleft().result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def rebuild(
+    root: Path,
+    *,
+    on_total: Callable[[int], None] | None = None,
+    on_progress: Callable[[str], None] | None = None,
+    now: datetime | None = None,
+    jobs: int = 0,
+) -> IndexStats:
+    """Index every thread of the archive into a new database, then put it in place.
+
+    `jobs` worker processes read and parse the threads (0: one per CPU, when there are
+    enough threads to pay for starting them); this process writes the database."""
+    root = Path(root)
+    rels = thread_rels(root)
+    if on_total:
+        on_total(len(rels))
+    index_dir = root / "index"
+    index_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".sqlite", dir=index_dir)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    stats = IndexStats(rebuilt=True)
+    try:
+        conn = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            # A private file until the rename: no journal needed, nothing to sync twice.
+            conn.execute("PRAGMA journal_mode = OFF")
+            conn.execute("PRAGMA synchronous = OFF")
+            create_schema(conn, triggers=False)
+            conn.execute("BEGIN")
+            for rel, loaded in _load_all(root, rels, jobs):
+                if isinstance(loaded, str):
+                    stats.failed.append((rel, loaded))
+                elif loaded is not None:
+                    row, sig = loaded
+                    _delete(conn, uuid=row.uuid)  # one uuid in two directories: the later
+                    _insert(conn, row, sig)
+                    stats.indexed += 1
+                if on_progress:
+                    on_progress(rel)
+            # The FTS tables are filled from their content tables in one pass each, then
+            # merged into one segment (smaller, and faster to query).
+            for table in FTS_TABLES:
+                conn.execute(f"INSERT INTO {table}_fts({table}_fts) VALUES ('rebuild')")
+                conn.execute(f"INSERT INTO {table}_fts({table}_fts) VALUES ('optimize')")
+            stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            conn.execute("INSERT INTO meta(key, value) VALUES ('built_at', ?)", (stamp,))
+            conn.execute("COMMIT")
+            conn.executescript(trigger_ddl())
+            conn.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            conn.close()
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, db_path(root))
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    for rel, reason in stats.failed:
+        log.warning("search index: %s not indexed: %s", root / rel, reason)
+    return stats
+
+
+def coverage(root: Path, rels: Iterable[str]) -> dict[str, str]:
+    """For `verify`: each directory's standing in the index, `ok`, `missing` or `stale`
+    (its files changed since it was indexed). Raises IndexDamaged / FileNotFoundError."""
+    conn = open_for_update(root)
+    try:
+        known = dict(conn.execute("SELECT dir, signature FROM threads"))
+    except sqlite3.DatabaseError as exc:
+        raise IndexDamaged(str(exc)) from exc
+    finally:
+        conn.close()
+    out: dict[str, str] = {}
+    for rel in rels:
+        sig = known.get(rel)
+        if sig is None:
+            out[rel] = "missing"
+        else:
+            out[rel] = "ok" if sig == signature(root, rel) else "stale"
+    return out

@@ -1,0 +1,321 @@
+"""Searching `index/search.sqlite`: FTS5 queries over every table, filters, ranking, snippets.
+
+Each FTS table is asked for its best row per thread (bm25 with column weights: the title
+and the query count most, answers and reports next, work and sub-agent text least); the
+threads are ranked by their best hit across tables. A query FTS5 cannot parse is searched
+again as one phrase, with a note saying so. The database is opened read-only.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pplx_export.search.schema import FTS_TABLES
+from pplx_export.search.text import as_phrase, plain, rewrite_query
+
+# Snippet markers inside the database's answer; the caller turns them into highlights.
+MARK_START = "\x02"
+MARK_END = "\x03"
+ELLIPSIS = "…"
+SNIPPET_TOKENS = 24
+IN_CHOICES = ("query", "answer", "work", "sources", "all")
+
+# bm25 weights per FTS column.
+WEIGHTS: dict[str, dict[str, float]] = {
+    "threads": {"title": 10.0},
+    "turns": {"query": 10.0, "answer": 3.0, "work": 1.0, "agents": 1.0, "council": 3.0},
+    "sources": {"title": 2.0, "url": 1.0},
+    "reports": {"title": 8.0, "body": 3.0},
+}
+# `--in` -> the (table, columns) searched.
+SCOPES: dict[str, dict[str, tuple[str, ...]]] = {
+    "query": {"threads": ("title",), "turns": ("query",)},
+    "answer": {"turns": ("answer", "council"), "reports": ("title", "body")},
+    "work": {"turns": ("work", "agents")},
+    "sources": {"sources": ("title", "url")},
+    "all": dict(FTS_TABLES),
+}
+# Which field a hit is reported in, per table and column.
+FIELD_NAMES = {
+    ("threads", "title"): "title",
+    ("turns", "query"): "query",
+    ("turns", "answer"): "answer",
+    ("turns", "work"): "work",
+    ("turns", "agents"): "sub-agent",
+    ("turns", "council"): "council",
+    ("sources", "title"): "source",
+    ("sources", "url"): "source",
+    ("reports", "title"): "report",
+    ("reports", "body"): "report",
+}
+# What SQLite says about a MATCH expression it cannot parse.
+_SYNTAX = re.compile(
+    r"fts5|syntax|no such column|unterminated|unknown special query|unrecognized",
+    re.IGNORECASE,
+)
+# The table whose hit a result shows, when a thread matched in several.
+SHOWN_FIRST = ("turns", "reports", "sources", "threads")
+
+
+class QuerySyntaxError(Exception):
+    pass
+
+
+@dataclass
+class Filters:
+    mode: str | None = None
+    space: str | None = None
+    accounts: tuple[str, ...] = ()  # any of these matches the folder, author or export_via
+    since: str | None = None  # YYYY-MM-DD, inclusive
+    until: str | None = None  # YYYY-MM-DD, inclusive
+
+
+@dataclass
+class Hit:
+    title: str
+    mode: str
+    date: str
+    account: str
+    space: str
+    uuid: str
+    url: str
+    field: str  # title | query | answer | work | sub-agent | council | source | report
+    turn: int | None
+    snippet: str  # with MARK_START / MARK_END around matches
+    path: str  # the file to open, relative to the archive root
+    matches: int  # rows of this thread that matched
+    score: float
+
+    def to_json(self, root: Path) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "mode": self.mode,
+            "date": self.date,
+            "account": self.account,
+            "space": self.space or None,
+            "uuid": self.uuid,
+            "url": self.url,
+            "field": self.field,
+            "turn": self.turn,
+            "snippet": marked(self.snippet, "[", "]"),
+            "path": str(root / self.path),
+            "matches": self.matches,
+            "score": round(self.score, 4),
+        }
+
+
+@dataclass
+class SearchResult:
+    query: str
+    fts_query: str  # what FTS5 was given
+    hits: list[Hit] = field(default_factory=list)
+    note: str = ""  # e.g. the query was searched as a phrase
+    total_threads: int = 0  # threads in the index
+
+    def to_json(self, root: Path) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "fts_query": plain(self.fts_query),
+            "note": self.note or None,
+            "count": len(self.hits),
+            "indexed_threads": self.total_threads,
+            "results": [h.to_json(root) for h in self.hits],
+        }
+
+
+def marked(snippet: str, start: str, end: str) -> str:
+    return snippet.replace(MARK_START, start).replace(MARK_END, end)
+
+
+def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+    sql: list[str] = []
+    args: list[Any] = []
+    if filters.mode:
+        sql.append("t.mode = ?")
+        args.append(filters.mode)
+    if filters.space:
+        sql.append("(t.space = ? COLLATE NOCASE OR t.space_title = ? COLLATE NOCASE)")
+        args += [filters.space, filters.space]
+    if filters.accounts:
+        marks = ", ".join("?" * len(filters.accounts))
+        sql.append(
+            f"(t.account IN ({marks}) OR t.author IN ({marks}) OR t.export_via IN ({marks}))"
+        )
+        args += list(filters.accounts) * 3
+    if filters.since:
+        sql.append("t.date >= ?")
+        args.append(filters.since)
+    if filters.until:
+        sql.append("t.date <= ?")
+        args.append(filters.until)
+    return "".join(f" AND {s}" for s in sql), args
+
+
+def _column_query(fts_query: str, table: str, columns: tuple[str, ...]) -> str:
+    if columns == FTS_TABLES[table]:
+        return fts_query
+    return "{" + " ".join(columns) + "} : (" + fts_query + ")"
+
+
+def _best_per_thread(
+    conn: sqlite3.Connection,
+    table: str,
+    columns: tuple[str, ...],
+    fts_query: str,
+    filters: Filters,
+    limit: int,
+) -> list[tuple[float, int, int, int]]:
+    """(score, thread id, rowid of the best row, rows matched) for the best `limit` threads."""
+    weights = ", ".join(str(WEIGHTS[table][c]) for c in FTS_TABLES[table])
+    where, args = _filter_sql(filters)
+    if table == "threads":
+        source = (
+            f"SELECT f.rowid AS tid, f.rowid AS rid, bm25(threads_fts, {weights}) AS score"
+            f" FROM threads_fts f JOIN threads t ON t.id = f.rowid WHERE threads_fts MATCH ?{where}"
+        )
+    else:
+        source = (
+            f"SELECT c.thread_id AS tid, f.rowid AS rid, bm25({table}_fts, {weights}) AS score"
+            f" FROM {table}_fts f JOIN {table} c ON c.id = f.rowid"
+            f" JOIN threads t ON t.id = c.thread_id WHERE {table}_fts MATCH ?{where}"
+        )
+    # Materialized: bm25() only works in the query that runs the MATCH, not once the
+    # subquery is flattened into the grouping.
+    sql = (
+        f"WITH m AS MATERIALIZED ({source})"
+        " SELECT min(score), tid, rid, count(*) FROM m GROUP BY tid ORDER BY 1 LIMIT ?"
+    )
+    try:
+        rows = conn.execute(sql, [_column_query(fts_query, table, columns), *args, limit])
+        return [(float(s), int(t), int(r), int(n)) for s, t, r, n in rows]
+    except sqlite3.OperationalError as exc:
+        if _SYNTAX.search(str(exc)):
+            raise QuerySyntaxError(str(exc)) from exc
+        raise
+
+
+def _snippet(
+    conn: sqlite3.Connection, table: str, columns: tuple[str, ...], fts_query: str, rowid: int
+) -> tuple[str, str]:
+    """(field, snippet) of the best-weighted column of the row that matched."""
+    cols = FTS_TABLES[table]
+    ranked = sorted(columns, key=lambda c: -WEIGHTS[table][c])
+    q = _column_query(fts_query, table, columns)
+    for col in ranked:
+        (text,) = conn.execute(
+            f"SELECT snippet({table}_fts, ?, ?, ?, ?, ?) FROM {table}_fts"
+            f" WHERE {table}_fts MATCH ? AND rowid = ?",
+            (cols.index(col), MARK_START, MARK_END, ELLIPSIS, SNIPPET_TOKENS, q, rowid),
+        ).fetchone() or ("",)
+        if text and MARK_START in text:
+            return FIELD_NAMES[(table, col)], _tidy(text)
+    return FIELD_NAMES[(table, ranked[0])], ""
+
+
+def _tidy(snippet: str) -> str:
+    """One line: the stored zero-width spaces out, runs of whitespace as one space."""
+    return " ".join(plain(snippet).split())
+
+
+def _hit(
+    conn: sqlite3.Connection,
+    table: str,
+    columns: tuple[str, ...],
+    fts_query: str,
+    best: tuple[float, int, int, int],
+) -> Hit:
+    score, tid, rid, matches = best
+    row = conn.execute(
+        "SELECT title, mode, date, account, space, uuid, url, dir FROM threads WHERE id = ?",
+        (tid,),
+    ).fetchone()
+    title, mode, date, account, space, uuid, url, rel = row
+    turn: int | None = None
+    path = f"{rel}/conversation.md"
+    if table == "turns":
+        turn, file = conn.execute("SELECT turn, file FROM turns WHERE id = ?", (rid,)).fetchone()
+        path = f"{rel}/{file}"
+    elif table == "sources":
+        (turn,) = conn.execute("SELECT turn FROM sources WHERE id = ?", (rid,)).fetchone()
+        path = f"{rel}/turns/turn_{turn:04d}.md" if turn else f"{rel}/sources.md"
+        turn = turn or None
+    elif table == "reports":
+        (file,) = conn.execute("SELECT file FROM reports WHERE id = ?", (rid,)).fetchone()
+        path = f"{rel}/{file}"
+    field_name, snippet = _snippet(conn, table, columns, fts_query, rid)
+    return Hit(
+        title=plain(title),
+        mode=mode,
+        date=date,
+        account=account,
+        space=space,
+        uuid=uuid,
+        url=url,
+        field=field_name,
+        turn=turn,
+        snippet=snippet,
+        path=path,
+        matches=matches,
+        score=score,
+    )
+
+
+def run_query(
+    conn: sqlite3.Connection,
+    fts_query: str,
+    *,
+    scope: str = "all",
+    filters: Filters | None = None,
+    limit: int = 20,
+) -> list[Hit]:
+    """The best `limit` threads for `fts_query` (already rewritten); QuerySyntaxError when
+    FTS5 cannot parse it."""
+    filters = filters or Filters()
+    # Per thread: the sum of its best (negative) bm25 score in each table, so a thread that
+    # matches in its title and its query ranks above one that matches in one place; shown
+    # is the hit of the first table in SHOWN_FIRST that matched (a turn file over a title).
+    score: dict[int, float] = {}
+    matches: dict[int, int] = {}
+    shown: dict[int, tuple[str, tuple[float, int, int, int]]] = {}
+    for table, columns in SCOPES[scope].items():
+        for found in _best_per_thread(conn, table, columns, fts_query, filters, limit):
+            s, tid, _rid, n = found
+            score[tid] = score.get(tid, 0.0) + s
+            matches[tid] = matches.get(tid, 0) + n
+            if tid not in shown or SHOWN_FIRST.index(table) < SHOWN_FIRST.index(shown[tid][0]):
+                shown[tid] = (table, found)
+    ranked = sorted(score, key=lambda tid: (score[tid], tid))[:limit]
+    hits = []
+    for tid in ranked:
+        table, found = shown[tid]
+        hit = _hit(conn, table, SCOPES[scope][table], fts_query, found)
+        hit.matches = matches[tid]
+        hit.score = score[tid]
+        hits.append(hit)
+    return hits
+
+
+def search(
+    conn: sqlite3.Connection,
+    query: str,
+    *,
+    scope: str = "all",
+    filters: Filters | None = None,
+    limit: int = 20,
+) -> SearchResult:
+    """Search with FTS5 syntax; a query FTS5 rejects is searched as one phrase, with a note."""
+    fts_query = rewrite_query(query)
+    result = SearchResult(query=query, fts_query=fts_query)
+    try:
+        result.hits = run_query(conn, fts_query, scope=scope, filters=filters, limit=limit)
+    except QuerySyntaxError as exc:
+        result.fts_query = as_phrase(query)
+        reason = str(exc).removeprefix("fts5: ")
+        result.note = f"not valid FTS5 query syntax ({reason}); searched as a phrase instead"
+        result.hits = run_query(conn, result.fts_query, scope=scope, filters=filters, limit=limit)
+    (result.total_threads,) = conn.execute("SELECT count(*) FROM threads").fetchone()
+    return result
