@@ -366,3 +366,12 @@ def test_demo_builds_the_index_and_prints_a_search_that_finds(tmp_path: Path) ->
     # The deep-research report body is indexed as a report of its own.
     report = find(root, '"resistance heating"', scope="answer").hits
     assert [(h.field, h.path.rsplit("/", 1)[1]) for h in report] == [("report", "report.md")]
+
+
+def test_a_markdown_link_in_a_snippet_reads_as_its_text() -> None:
+    from pplx_export.search.query import MARK_END, MARK_START, _tidy
+
+    hit = f"see [how {MARK_START}tides{MARK_END} work](https://www.perplexity.ai/search/835c)."
+    assert _tidy(hit) == f"see how {MARK_START}tides{MARK_END} work."
+    assert _tidy("a [cut short](https://x.example/y") == "a cut short"
+    assert _tidy("[1][2] stay, so do [brackets]") == "[1][2] stay, so do [brackets]"

@@ -216,9 +216,15 @@ def _snippet(
     return FIELD_NAMES[(table, ranked[0])], ""
 
 
+# A Markdown link in a snippet reads as its text: `[how tides work](https://…)` -> `how
+# tides work` (the target may be cut short by the snippet's end).
+_MD_LINK = re.compile(r"\[([^\[\]\n]*)\]\([^()\s]*\)?")
+
+
 def _tidy(snippet: str) -> str:
-    """One line: the stored zero-width spaces out, runs of whitespace as one space."""
-    return " ".join(plain(snippet).split())
+    """One line: the stored zero-width spaces out, links as their text, runs of whitespace
+    as one space."""
+    return " ".join(_MD_LINK.sub(r"\1", plain(snippet)).split())
 
 
 def _hit(
