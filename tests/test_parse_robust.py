@@ -172,3 +172,15 @@ def test_bad_blocks_shapes_are_tolerated(bad: Any) -> None:
     }
     conv = parse_thread(plain, bad)
     assert conv.mode == "computer" and len(conv.turns) == 1
+
+
+def test_infinite_and_nan_numbers_are_read_as_missing() -> None:
+    # JSON allows Infinity and NaN (json.loads reads them); int() of them raises.
+    thread = next(t for t in THREADS if "Audit-the-nginx" in t.name)
+    plain = copy.deepcopy(thread.plain)
+    plain["entries"][0]["created_us"] = float("inf")
+    plain["entries"][1]["updated_us"] = float("-inf")
+    plain["entries"][2]["created_us"] = float("nan")
+    conv = parse_thread(plain, thread.blocks, {"mode": "COMPUTER"})
+    assert len(conv.turns) == 3
+    assert all(t.created_us is None or isinstance(t.created_us, int) for t in conv.turns)

@@ -6,6 +6,7 @@ odd field degrades only itself. Render code walking raw workflow dicts uses thes
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pplx_export.util.jsontext import loads
@@ -45,7 +46,7 @@ def lenient_int(value: Any) -> int:
     if isinstance(value, int):
         return value
     if isinstance(value, float):
-        return int(value) if value == value else 0  # NaN -> 0
+        return int(value) if math.isfinite(value) else 0  # NaN, ±Infinity (JSON allows) -> 0
     if isinstance(value, str):
         text = value.strip()
         try:
@@ -64,8 +65,8 @@ def optional_int(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, float) and value == value:
-        return int(value)
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else None
     if isinstance(value, str) and value.strip():
         try:
             return int(value.strip())
