@@ -9,6 +9,7 @@ import logging
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,31 @@ def test_plain_progress_comes_every_30_seconds_with_an_eta() -> None:
         logger.removeHandler(handler)
     assert seen[0] == "batch: 300 threads"
     assert seen[1:] == ["batch: 8/300 (2%), 0.2/s, ETA 0:19:28"]
+
+
+def test_plain_progress_keeps_a_line_coming_while_nothing_advances() -> None:
+    # A stalled listing or a long retry wait: the heartbeat still writes the line (with its
+    # ETA) once `seconds` have passed since the last one. The clock is fake; the wait for
+    # the heartbeat thread is bounded, and nothing is asserted about how long it took.
+    now = [0.0]
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("pplx_export.progress")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    rep = PlainReporter("index", unit="rows", expected=100, seconds=0.2, clock=lambda: now[0])
+    try:
+        rep.start_heartbeat()
+        now[0] = 10.0
+        rep.done = 25
+        deadline = time.monotonic() + 10
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        rep.stop_heartbeat()
+        logger.removeHandler(handler)
+    assert seen[:1] == ["index: 25 rows, 2.5/s, ETA ~0:00:30"]
 
 
 def test_plain_progress_of_an_unknown_total_counts_and_estimates() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -71,22 +72,48 @@ class PlainReporter:
         self.clock = clock
         self.started = clock()
         self.last_line = self.started
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._beat: threading.Thread | None = None
+
+    def start_heartbeat(self) -> None:
+        """A line at least every `seconds` even while nothing advances (a slow listing, a
+        long retry wait): a cron log must show the run is alive, with its ETA."""
+        self._beat = threading.Thread(target=self._heartbeat, name="progress-beat", daemon=True)
+        self._beat.start()
+
+    def stop_heartbeat(self) -> None:
+        self._stopped.set()
+        if self._beat is not None:
+            self._beat.join()
+
+    def _heartbeat(self) -> None:
+        while not self._stopped.wait(self.seconds / 4):
+            with self._lock:
+                now = self.clock()
+                if now - self.last_line >= self.seconds:
+                    self.last_line = now
+                    log.info("%s", self.line(now))
 
     def set_total(self, total: int) -> None:
-        self.total = total
-        self.started = self.last_line = self.clock()
+        with self._lock:
+            self.total = total
+            self.started = self.last_line = self.clock()
         log.info("%s: %d %s", self.label, total, self.unit)
 
     def advance(self, note: str = "") -> None:
-        self.done += 1
-        now = self.clock()
-        if (
-            self.done % self.every == 0
-            or self.done == self.total
-            or now - self.last_line >= self.seconds
-        ):
+        with self._lock:
+            self.done += 1
+            now = self.clock()
+            if not (
+                self.done % self.every == 0
+                or self.done == self.total
+                or now - self.last_line >= self.seconds
+            ):
+                return
             self.last_line = now
-            log.info("%s", self.line(now))
+            text = self.line(now)
+        log.info("%s", text)
 
     def line(self, now: float) -> str:
         elapsed = max(now - self.started, 1e-9)
@@ -144,7 +171,13 @@ def progress_reporter(
         yield _Silent()
         return
     if console is None and not (sys.stderr.isatty() if tty is None else tty):
-        yield PlainReporter(label, unit=unit, expected=expected)
+        plain = PlainReporter(label, unit=unit, expected=expected)
+        if refresh_thread:  # no thread where the run forks workers (re-render)
+            plain.start_heartbeat()
+        try:
+            yield plain
+        finally:
+            plain.stop_heartbeat()
         return
     from rich.console import Console
     from rich.progress import (
