@@ -42,7 +42,9 @@ def test_search_thread() -> None:
     assert "### Answer\n\nOtters hold hands $while sleeping$." in conv_md
     turn = files["turns/turn_0001.md"]
     assert turn.index("## Query") < turn.index("## Work process") < turn.index("## Answer")
-    assert "## Citations of this turn\n\n- [Otter facts](https://example.org/otters)\n" in turn
+    assert (
+        "## Citations of this turn\n\n- \\[1\\] [Otter facts](https://example.org/otters)\n" in turn
+    )
     doc = json.loads(files["sources.json"])
     assert doc == {
         "count": 1,
@@ -56,7 +58,10 @@ def test_search_thread() -> None:
         ],
     }
     assert files["sources.json"].startswith('{\n "count": 1,')
-    assert files["sources.md"] == "# Sources\n\n1. [Otter facts](https://example.org/otters)\n"
+    assert files["sources.md"] == (
+        "# Sources\n\n## [Turn 1](turns/turn_0001.md)\n\n"
+        "- \\[1\\] [Otter facts](https://example.org/otters)\n"
+    )
 
 
 def test_empty_query_and_answer_placeholders() -> None:

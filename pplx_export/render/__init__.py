@@ -10,7 +10,7 @@ from pplx_export.render.context import Ctx
 from pplx_export.render.conversation import render_conversation
 from pplx_export.render.labels import labels_for
 from pplx_export.render.latex import norm
-from pplx_export.render.sources import sources_json, sources_md
+from pplx_export.render.sources import sources_json, sources_md, turn_file
 from pplx_export.render.text import finish, model_links, one_line
 from pplx_export.render.turn import render_turn
 from pplx_export.renderer_version import RENDERER_VERSION
@@ -23,8 +23,8 @@ def render_thread(conv: Conversation, lang: str = "en") -> dict[str, str]:
     ctx = Ctx(labels=labels_for(lang), conv=conv)
     files = {"conversation.md": render_conversation(ctx)}
     for turn in conv.turns:
-        files[f"turns/turn_{turn.index:04d}.md"] = render_turn(ctx, turn)
-    files["sources.md"] = sources_md(ctx.labels, conv.citations)
+        files[turn_file(turn.index)] = render_turn(ctx, turn)
+    files["sources.md"] = sources_md(ctx)
     files["sources.json"] = sources_json(conv.citations)
     return files
 

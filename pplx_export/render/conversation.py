@@ -8,7 +8,7 @@ from pplx_export.render.context import Ctx
 from pplx_export.render.plan import plan_block
 from pplx_export.render.text import finish, join_blocks, one_line, quote, step_time
 from pplx_export.render.tree import nested
-from pplx_export.render.turn import answer_md, turn_answer, turn_heading
+from pplx_export.render.turn import linked_answer, turn_heading
 
 
 def header(ctx: Ctx) -> str:
@@ -68,7 +68,7 @@ def render_conversation(ctx: Ctx) -> str:
             f"### {lb.query}",
             turn.query.strip("\n") if turn.query.strip() else lb.empty,
             f"### {lb.answer}",
-            answer_md(ctx, turn_answer(turn)),
+            linked_answer(ctx, turn, inline=True),
         ]
     blocks.append(appendix(ctx))
     return finish(join_blocks(blocks))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pplx_export.models import Turn
 from pplx_export.parse.mode_tables import WORKFLOW_MODES
+from pplx_export.render.cite import citation_lines, definitions, link_markers, turn_cites
 from pplx_export.render.context import Ctx
 from pplx_export.render.latex import norm
 from pplx_export.render.plan import plan_block
 from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.subagents import render_stub_section
-from pplx_export.render.text import finish, join_blocks, link, model_links, quote, ts
+from pplx_export.render.text import finish, join_blocks, model_links, quote, ts
 from pplx_export.render.workflow import render_wf_block
 
 
@@ -27,6 +28,11 @@ def answer_md(ctx: Ctx, text: str) -> str:
     if md is None:
         md = ctx.memo[key] = model_links(norm(text.strip("\n")))
     return md
+
+
+def linked_answer(ctx: Ctx, turn: Turn, inline: bool) -> str:
+    """The answer with its `[n]` markers made links to the turn's sources."""
+    return link_markers(answer_md(ctx, turn_answer(turn)), turn_cites(ctx, turn), inline)
 
 
 def turn_heading(ctx: Ctx, turn: Turn, level: str) -> str:
@@ -51,6 +57,7 @@ def render_turn(ctx: Ctx, turn: Turn) -> str:
     lb = ctx.labels
     answer = turn_answer(turn)
     ctx = ctx.with_turn(answer, turn.metadata.locked_reason)
+    shown_answer = linked_answer(ctx, turn, inline=False)
     blocks = [
         turn_heading(ctx, turn, "#"),
         f"## {lb.query}",
@@ -59,9 +66,13 @@ def render_turn(ctx: Ctx, turn: Turn) -> str:
         work_process(ctx, turn),
         render_stub_section(ctx, turn),
         f"## {lb.answer}",
-        answer_md(ctx, answer),
+        shown_answer,
     ]
-    cites = [f"- {link(c.name, c.url)}" for c in turn.citations if c.url]
+    cites = turn_cites(ctx, turn)
     if cites:
-        blocks += [f"## {lb.turn_citations}", "\n".join(cites)]
+        blocks += [
+            f"## {lb.turn_citations}",
+            citation_lines(cites),
+            definitions(cites, shown_answer),
+        ]
     return finish(join_blocks(blocks))
