@@ -15,13 +15,12 @@ from collections.abc import Callable
 
 from pplx_export.models import Citation, Turn
 from pplx_export.render.context import Ctx
-from pplx_export.render.text import link, link_target
+from pplx_export.render.text import FENCE, link, link_target
 
 # A run of markers such as `[1][2]`; not a link's label (`][1]`), an escaped bracket, a
 # link (`[1](`), a reference definition (`[1]:`) or the text of a longer bracket (`[1][x]`).
 _RUN = re.compile(r"(?<![\\\]!])((?:\[\d{1,3}\])+)(?![(:\[])")
 _MARK = re.compile(r"\[(\d{1,3})\]")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(?:.*?[^`])?\1(?!`)")
 
 
@@ -72,7 +71,7 @@ def _rewrite(md: str, sub: Callable[[re.Match[str]], str]) -> str:
     out: list[str] = []
     fence = ""
     for line in md.split("\n"):
-        m = _FENCE.match(line)
+        m = FENCE.match(line)
         if fence:
             if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
                 fence = ""

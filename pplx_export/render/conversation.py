@@ -68,7 +68,7 @@ def render_conversation(ctx: Ctx) -> str:
             f"### {lb.query}",
             turn.query.strip("\n") if turn.query.strip() else lb.empty,
             f"### {lb.answer}",
-            linked_answer(ctx, turn, inline=True),
+            linked_answer(ctx, turn, inline=True, top=4),
         ]
     blocks.append(appendix(ctx))
     return finish(join_blocks(blocks))

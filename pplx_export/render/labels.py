@@ -99,6 +99,7 @@ class Labels:
     # workflow items
     searching: str
     task_list: str
+    in_progress: str
     todo_changes: str
     asked_user: str
     multichoice: str
@@ -219,6 +220,7 @@ EN = Labels(
     council_research="Council research",
     searching="Searching",
     task_list="Task list",
+    in_progress="(in progress)",
     todo_changes="Changes",
     asked_user="Asked the user",
     multichoice="multiple choice",
@@ -310,6 +312,7 @@ ZH = Labels(
     council_research="模型委员会检索",
     searching="检索",
     task_list="任务清单",
+    in_progress="（进行中）",
     todo_changes="变更",
     asked_user="向用户提问",
     multichoice="可多选",

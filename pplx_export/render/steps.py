@@ -10,6 +10,8 @@ from pplx_export.render.context import Ctx
 from pplx_export.render.items import source_lines
 from pplx_export.render.shown import Shown
 from pplx_export.render.text import (
+    WORK_TOP,
+    demote,
     details,
     fenced,
     join_blocks,
@@ -67,7 +69,8 @@ def _council_research(ctx: Ctx, step: Step) -> str:
         body = [quote(state.mock_thought)] if state.mock_thought else []
         body += [render_step(ctx, s) for s in state.steps]
         if state.answer.strip():
-            body.append(f"**{lb.answer}{lb.colon}**\n\n" + state.answer.strip("\n"))
+            answer = demote(state.answer.strip("\n"), WORK_TOP)
+            body.append(f"**{lb.answer}{lb.colon}**\n\n" + answer)
         summary = f"{lb.model}: {state.model}" + (f" ({state.status})" if state.status else "")
         blocks.append(details(summary_text(summary), join_blocks(body)))
     return join_blocks(blocks)

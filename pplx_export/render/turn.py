@@ -10,7 +10,7 @@ from pplx_export.render.latex import norm
 from pplx_export.render.plan import plan_block
 from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.subagents import render_stub_section
-from pplx_export.render.text import finish, join_blocks, model_links, quote, ts
+from pplx_export.render.text import demote, finish, join_blocks, model_links, quote, ts
 from pplx_export.render.workflow import render_wf_block
 
 
@@ -30,9 +30,11 @@ def answer_md(ctx: Ctx, text: str) -> str:
     return md
 
 
-def linked_answer(ctx: Ctx, turn: Turn, inline: bool) -> str:
-    """The answer with its `[n]` markers made links to the turn's sources."""
-    return link_markers(answer_md(ctx, turn_answer(turn)), turn_cites(ctx, turn), inline)
+def linked_answer(ctx: Ctx, turn: Turn, inline: bool, top: int) -> str:
+    """The answer with its headings from level `top` down (below the page's turn and Answer
+    headings) and its `[n]` markers made links to the turn's sources."""
+    md = demote(answer_md(ctx, turn_answer(turn)), top)
+    return link_markers(md, turn_cites(ctx, turn), inline)
 
 
 def turn_heading(ctx: Ctx, turn: Turn, level: str) -> str:
@@ -57,7 +59,7 @@ def render_turn(ctx: Ctx, turn: Turn) -> str:
     lb = ctx.labels
     answer = turn_answer(turn)
     ctx = ctx.with_turn(answer, turn.metadata.locked_reason)
-    shown_answer = linked_answer(ctx, turn, inline=False)
+    shown_answer = linked_answer(ctx, turn, inline=False, top=3)
     blocks = [
         turn_heading(ctx, turn, "#"),
         f"## {lb.query}",
