@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
+import yaml  # type: ignore[import-untyped]
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
@@ -55,5 +56,17 @@ def all_pages() -> Iterator[tuple[str, str, str]]:
 MD = MarkdownIt("commonmark").enable("table")
 
 
+def split_page(text: str) -> tuple[dict[str, object], str]:
+    """(front matter read as YAML, the Markdown after it) of a page that starts with one."""
+    assert text.startswith("---\n"), text[:80]
+    end = text.index("\n---\n", 3)
+    meta = yaml.safe_load(text[4:end])
+    assert isinstance(meta, dict)
+    return meta, text[end + 5 :]
+
+
 def tokens(text: str) -> list[Token]:
+    """CommonMark tokens of a page (its front matter, if any, left out as a reader does)."""
+    if text.startswith("---\n"):
+        text = split_page(text)[1]
     return MD.parse(text)

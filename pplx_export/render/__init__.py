@@ -10,8 +10,9 @@ from pplx_export.render.context import Ctx
 from pplx_export.render.conversation import render_conversation
 from pplx_export.render.labels import labels_for
 from pplx_export.render.latex import norm
-from pplx_export.render.sources import sources_json, sources_md, turn_file
-from pplx_export.render.text import finish, model_links, one_line
+from pplx_export.render.page import front_matter, nav_line, turn_file
+from pplx_export.render.sources import sources_json, sources_md
+from pplx_export.render.text import finish, join_blocks, model_links, one_line
 from pplx_export.render.turn import render_turn
 from pplx_export.renderer_version import RENDERER_VERSION
 
@@ -34,7 +35,9 @@ def render_report(conv: Conversation, body: str, lang: str = "en") -> str:
     labels = labels_for(lang)
     info = conv.report.info if conv.report is not None else None
     title = one_line(info.title) if info is not None and info.title.strip() else labels.report_title
-    head = f"# {title}\n\n"
+    ctx = Ctx(labels=labels, conv=conv)
+    head = join_blocks([front_matter(conv, title), f"# {title}", nav_line(ctx, "report.md")])
+    head += "\n\n"
     if info is not None and info.file_name:
         head += f"> {labels.artifact_file}: {info.file_name}\n\n"
     return finish(head + model_links(norm(body.strip("\n"))))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pplx_export.models import AppendixItem
 from pplx_export.render.background import background_log, launcher_line
 from pplx_export.render.context import Ctx
+from pplx_export.render.page import front_matter, nav_line
 from pplx_export.render.plan import plan_block
 from pplx_export.render.text import finish, join_blocks, one_line, quote, step_time
 from pplx_export.render.tree import nested
@@ -21,7 +22,15 @@ def header(ctx: Ctx) -> str:
     ]
     if conv.space is not None and conv.space.title:
         facts.append(f"{lb.space}: {one_line(conv.space.title)}")
-    return f"# {one_line(conv.title) or lb.untitled}\n\n> " + " | ".join(facts)
+    title = one_line(conv.title) or lb.untitled
+    return join_blocks(
+        [
+            front_matter(conv, title),
+            f"# {title}",
+            nav_line(ctx, "conversation.md"),
+            "> " + " | ".join(facts),
+        ]
+    )
 
 
 def appendix_item(ctx: Ctx, item: AppendixItem) -> str:

@@ -112,6 +112,8 @@ class Labels:
     # files
     sources_title: str
     report_title: str
+    nav_open: str
+    nav_conversation: str
     artifact_file: str
 
     @cached_property
@@ -232,6 +234,8 @@ EN = Labels(
     nested_empty="(WORKFLOW_ITEM_WORKFLOW without steps)",
     sources_title="Sources",
     report_title="Research report",
+    nav_open="Open on perplexity.ai",
+    nav_conversation="Conversation",
     artifact_file="Artifact file",
 )
 
@@ -324,6 +328,8 @@ ZH = Labels(
     nested_empty="（WORKFLOW_ITEM_WORKFLOW）",
     sources_title="引文列表",
     report_title="研究报告",
+    nav_open="在 perplexity.ai 打开",
+    nav_conversation="对话",
     artifact_file="产物文件",
 )
 

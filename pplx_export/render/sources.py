@@ -5,13 +5,9 @@ from __future__ import annotations
 from pplx_export.models import Citation
 from pplx_export.render.cite import citation_lines, turn_cites
 from pplx_export.render.context import Ctx
-from pplx_export.render.text import finish, join_blocks, link
+from pplx_export.render.page import front_matter, nav_line, turn_file
+from pplx_export.render.text import finish, join_blocks, link, one_line
 from pplx_export.util.jsontext import dumps_indented
-
-
-def turn_file(index: int) -> str:
-    """A turn file's path relative to the thread directory."""
-    return f"turns/turn_{index:04d}.md"
 
 
 def sources_json(citations: list[Citation]) -> str:
@@ -29,7 +25,8 @@ def sources_md(ctx: Ctx) -> str:
     """Each turn's citations under a link to its turn file, numbered as the turn's answer
     numbers them (the numbers its `[n]` markers and citation list use)."""
     lb = ctx.labels
-    blocks = [f"# {lb.sources_title}"]
+    title = f"{one_line(ctx.conv.title) or lb.untitled} · {lb.sources_title}"
+    blocks = [front_matter(ctx.conv, title), f"# {lb.sources_title}", nav_line(ctx, "sources.md")]
     for turn in ctx.conv.turns:
         cites = turn_cites(ctx, turn)
         if cites:

@@ -7,10 +7,11 @@ from pplx_export.parse.mode_tables import WORKFLOW_MODES
 from pplx_export.render.cite import citation_lines, definitions, link_markers, turn_cites
 from pplx_export.render.context import Ctx
 from pplx_export.render.latex import norm
+from pplx_export.render.page import front_matter, nav_line, turn_file
 from pplx_export.render.plan import plan_block
 from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.subagents import render_stub_section
-from pplx_export.render.text import demote, finish, join_blocks, model_links, quote, ts
+from pplx_export.render.text import demote, finish, join_blocks, model_links, one_line, quote, ts
 from pplx_export.render.workflow import render_wf_block
 
 
@@ -60,8 +61,12 @@ def render_turn(ctx: Ctx, turn: Turn) -> str:
     answer = turn_answer(turn)
     ctx = ctx.with_turn(answer, turn.metadata.locked_reason)
     shown_answer = linked_answer(ctx, turn, inline=False, top=3)
+    here = turn_file(turn.index)
+    title = f"{one_line(ctx.conv.title) or lb.untitled} · {lb.turn} {turn.index}"
     blocks = [
+        front_matter(ctx.conv, title),
         turn_heading(ctx, turn, "#"),
+        nav_line(ctx, here),
         f"## {lb.query}",
         turn.query.strip("\n") if turn.query.strip() else lb.empty,
         plan_block(ctx, {turn.uuid} - {""}, skip=answer, section="entries"),
