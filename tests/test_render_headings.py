@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from markdown_it.token import Token
 
+from pplx_export.models import Conversation
+from pplx_export.parse.views import item_view
+from pplx_export.render.context import Ctx
+from pplx_export.render.labels import EN
 from pplx_export.render.text import bold, demote
+from pplx_export.render.tree import render_item
 from tests.reading_support import all_pages, tokens
+from tests.render_samples import text_item
 
 TURN_SECTIONS = (
     "Query",
@@ -87,3 +93,12 @@ def test_task_lists_use_boxes_github_shows() -> None:
         assert "- [/]" not in text
         seen_progress = seen_progress or "- [ ] *(in progress)*" in text
     assert seen_progress
+
+
+def test_quoted_thoughts_and_texts_keep_their_headings_below_the_steps() -> None:
+    # A thought that quotes a whole draft answer (`## Section` lines) stays inside the step.
+    c = Ctx(labels=EN, conv=Conversation(web_uuid="w"))
+    thought = render_item(c, item_view(text_item("## Draft\n\nbody", variant="thought")))
+    assert thought == "> #### Draft\n>\n> body"
+    plain = render_item(c, item_view(text_item("# Title\n\n## Sub")))
+    assert plain == "#### Title\n\n##### Sub"

@@ -56,7 +56,7 @@ def render_text(ctx: Ctx, item: WfItem) -> str:
             model_links(norm(text)), WORK_TOP
         )
     if variant in ("thought", "thinking"):
-        return quote(norm(text.strip("\n")))
+        return quote(demote(norm(text.strip("\n")), WORK_TOP))
     header = tp.header
     if header:
         # Headed monospace text (tool output) is folded in the web UI.

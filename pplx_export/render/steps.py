@@ -66,7 +66,7 @@ def _council_research(ctx: Ctx, step: Step) -> str:
     query = step.body.research_query.strip()
     blocks = [f"**{lb.council_research}**" + (f": {one_line(query)}" if query else "")]
     for state in step.body.models:
-        body = [quote(state.mock_thought)] if state.mock_thought else []
+        body = [quote(demote(state.mock_thought, WORK_TOP))] if state.mock_thought else []
         body += [render_step(ctx, s) for s in state.steps]
         if state.answer.strip():
             answer = demote(state.answer.strip("\n"), WORK_TOP)
@@ -91,7 +91,11 @@ def render_step(ctx: Ctx, step: Step) -> str:
     if kind == "ASI_TOOL_OUTPUT":
         return _tool(ctx, step, lb.tool_output)
     if kind == "THOUGHT":
-        return f"**{lb.thinking}**\n\n" + quote(b.text.strip("\n")) if b.text.strip() else ""
+        return (
+            f"**{lb.thinking}**\n\n" + quote(demote(b.text.strip("\n"), WORK_TOP))
+            if b.text.strip()
+            else ""
+        )
     if kind == "SEARCH_WEB":
         return _list(lb.web_search, [f"- {q}" for q in b.queries])
     if kind == "SEARCH_RESULTS":
