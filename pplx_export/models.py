@@ -355,6 +355,9 @@ class Turn:
     answer: str = ""  # §5.2 extract_answer
     display_answer: str = ""  # §5.2 _turn_answer (equals answer outside computer/council)
     citations: list[Citation] = field(default_factory=list)
+    # The list the answer's `[n]` markers count in (§5.3 `web_results`, else `sources`): place
+    # n-1 is marker n; a place without a URL keeps its number (empty `url`).
+    answer_sources: list[Citation] = field(default_factory=list)
     sub_agents: list[SubAgent] = field(default_factory=list)  # anchored in this turn
     wf_block: JSON | None = None
     stub_wfs: list[JSON] = field(default_factory=list)  # §5.6 ② payloads, assignment order

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,6 +92,10 @@ def faulted(rig: Rig, faults: str) -> None:
 # -- every mode, follow-ups, council --------------------------------------------------------
 
 
+def _unleveled(md: str) -> str:
+    return re.sub(r"(?m)^#+ ", "# ", md)
+
+
 @pytest.mark.parametrize(
     ("mode", "extra"),
     [
@@ -110,8 +115,13 @@ def test_every_mode_lands_in_its_mode_folder(rig: Rig, mode: str, extra: tuple[s
     conversation = (directory / "conversation.md").read_text("utf-8")
     assert prompt in conversation
     answer = result.stdout.strip()
-    assert answer and answer in conversation  # the whole answer is archived, verbatim
-    assert answer in (directory / "turns" / "turn_0001.md").read_text("utf-8")
+    assert answer
+    # The whole answer is archived, verbatim but for its headings' levels (the pages demote
+    # them below their own turn and Answer headings).
+    assert _unleveled(answer) in _unleveled(conversation)
+    assert _unleveled(answer) in _unleveled(
+        (directory / "turns" / "turn_0001.md").read_text("utf-8")
+    )
     thread = json.loads((directory / "thread.json").read_text("utf-8"))
     assert thread["mode"] == mode
     assert (directory / "raw_entries.json").is_file()

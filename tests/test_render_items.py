@@ -80,7 +80,7 @@ def test_queries_and_todo() -> None:
         },
     )
     out = render_item(ctx(), todo)
-    assert out.startswith("**Task list**\n\n- [x] done\n- [/] doing\n- [ ] later")
+    assert out.startswith("**Task list**\n\n- [x] done\n- [ ] *(in progress)* doing\n- [ ] later")
     assert "- added: later → `PENDING`" in out
 
 

@@ -32,17 +32,25 @@ def test_files_and_determinism(name: str, lang: str) -> None:
     assert RENDERER_VERSION
 
 
+def after_front_matter(text: str) -> str:
+    return text[text.index("\n---\n") + 6 :]
+
+
 def test_search_thread() -> None:
     files = render_thread(search_conversation())
     conv_md = files["conversation.md"]
-    assert conv_md.startswith(
-        "# Otters\n\n> Mode: search | Author: ada | Turns: 1 | Citations: 1\n"
+    assert conv_md.startswith('---\ntitle: "Otters"\nurl: ""\nuuid: "w-search"\n')
+    assert after_front_matter(conv_md).startswith(
+        "# Otters\n\n> 2035-12-26 · search · [Turn 1 →](turns/turn_0001.md) · [Sources](sources.md)"
+        "\n\n> Mode: search | Author: ada | Turns: 1 | Citations: 1\n"
     )
     assert "## Turn 1 — 2035-12-26 00:00 UTC\n\n### Query\n\nwhy do otters hold hands" in conv_md
     assert "### Answer\n\nOtters hold hands $while sleeping$." in conv_md
     turn = files["turns/turn_0001.md"]
     assert turn.index("## Query") < turn.index("## Work process") < turn.index("## Answer")
-    assert "## Citations of this turn\n\n- [Otter facts](https://example.org/otters)\n" in turn
+    assert (
+        "## Citations of this turn\n\n- \\[1\\] [Otter facts](https://example.org/otters)\n" in turn
+    )
     doc = json.loads(files["sources.json"])
     assert doc == {
         "count": 1,
@@ -56,7 +64,11 @@ def test_search_thread() -> None:
         ],
     }
     assert files["sources.json"].startswith('{\n "count": 1,')
-    assert files["sources.md"] == "# Sources\n\n1. [Otter facts](https://example.org/otters)\n"
+    assert after_front_matter(files["sources.md"]) == (
+        "# Sources\n\n> 2035-12-26 · search · [Conversation](conversation.md)"
+        " · [Turn 1 →](turns/turn_0001.md)\n\n## [Turn 1](turns/turn_0001.md)\n\n"
+        "- \\[1\\] [Otter facts](https://example.org/otters)\n"
+    )
 
 
 def test_empty_query_and_answer_placeholders() -> None:
@@ -136,6 +148,11 @@ def test_council_blocks() -> None:
 def test_report() -> None:
     conv = report_conversation()
     out = render_report(conv, "Body \\(x\\)\n\n\n")
-    assert out == "# Otter report\n\n> Artifact file: otters.md\n\nBody $x$\n"
+    nav = "> 2035-12-26 · search · [Conversation](conversation.md) · [Turn 1 →](turns/turn_0001.md)"
+    assert after_front_matter(out) == (
+        f"# Otter report\n\n{nav} · [Sources](sources.md)\n\n"
+        "> Artifact file: otters.md\n\nBody $x$\n"
+    )
     zh = render_report(search_conversation(), "B", "zh")
-    assert zh == "# 研究报告\n\nB\n"
+    assert after_front_matter(zh).startswith("# 研究报告\n\n> 2035-12-26 · search · [对话]")
+    assert zh.endswith("\n\nB\n")

@@ -72,6 +72,17 @@ def turn_citations(
     return dedupe(normalise_all(raw))
 
 
+def answer_sources(entry: dict[str, Any], finals: list[tuple[Step, Any]]) -> list[Citation]:
+    """The list the answer's `[n]` markers count in: the `web_results` of the last FINAL step
+    that has any, else `entry.sources`. Kept in place (no dedupe): marker n is item n; an
+    item without a URL keeps its place as a Citation with an empty URL."""
+    for _step, decoded in reversed(finals):
+        results = as_list(as_dict(decoded).get("web_results"))
+        if results:
+            return [normalise(r) or Citation("", "") for r in results]
+    return [normalise(r) or Citation("", "") for r in as_list(entry.get("sources"))]
+
+
 def thread_citations(per_turn: Iterable[list[Citation]]) -> list[Citation]:
     """Turns in order, first occurrence per URL, then a stable sort by name (code points)."""
     merged = dedupe(c for citations in per_turn for c in citations)

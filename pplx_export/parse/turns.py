@@ -6,7 +6,7 @@ from typing import Any
 
 from pplx_export.models import ReportInfo, Turn, TurnMeta
 from pplx_export.parse.answers import extract_answer, final_answers
-from pplx_export.parse.citations import turn_citations
+from pplx_export.parse.citations import answer_sources, turn_citations
 from pplx_export.parse.steps import decode_steps
 from pplx_export.util.lenient import as_str, first_str, optional_int
 
@@ -41,6 +41,7 @@ def build_turn(entry: dict[str, Any], index: int) -> Turn:
         answer=answer,
         display_answer=answer,
         citations=turn_citations(entry, steps, finals),
+        answer_sources=answer_sources(entry, finals),
         search_mode=as_str(entry.get("search_mode")),
         display_model=as_str(entry.get("display_model")),
         metadata=TurnMeta(

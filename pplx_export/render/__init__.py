@@ -10,8 +10,9 @@ from pplx_export.render.context import Ctx
 from pplx_export.render.conversation import render_conversation
 from pplx_export.render.labels import labels_for
 from pplx_export.render.latex import norm
+from pplx_export.render.page import front_matter, nav_line, turn_file
 from pplx_export.render.sources import sources_json, sources_md
-from pplx_export.render.text import finish, model_links, one_line
+from pplx_export.render.text import finish, join_blocks, model_links, one_line
 from pplx_export.render.turn import render_turn
 from pplx_export.renderer_version import RENDERER_VERSION
 
@@ -23,8 +24,8 @@ def render_thread(conv: Conversation, lang: str = "en") -> dict[str, str]:
     ctx = Ctx(labels=labels_for(lang), conv=conv)
     files = {"conversation.md": render_conversation(ctx)}
     for turn in conv.turns:
-        files[f"turns/turn_{turn.index:04d}.md"] = render_turn(ctx, turn)
-    files["sources.md"] = sources_md(ctx.labels, conv.citations)
+        files[turn_file(turn.index)] = render_turn(ctx, turn)
+    files["sources.md"] = sources_md(ctx)
     files["sources.json"] = sources_json(conv.citations)
     return files
 
@@ -34,7 +35,9 @@ def render_report(conv: Conversation, body: str, lang: str = "en") -> str:
     labels = labels_for(lang)
     info = conv.report.info if conv.report is not None else None
     title = one_line(info.title) if info is not None and info.title.strip() else labels.report_title
-    head = f"# {title}\n\n"
+    ctx = Ctx(labels=labels, conv=conv)
+    head = join_blocks([front_matter(conv, title), f"# {title}", nav_line(ctx, "report.md")])
+    head += "\n\n"
     if info is not None and info.file_name:
         head += f"> {labels.artifact_file}: {info.file_name}\n\n"
     return finish(head + model_links(norm(body.strip("\n"))))

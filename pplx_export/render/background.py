@@ -13,6 +13,8 @@ from pplx_export.render.context import Ctx
 from pplx_export.render.latex import norm
 from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.text import (
+    WORK_TOP,
+    demote,
     details,
     join_blocks,
     model_links,
@@ -67,7 +69,7 @@ def background_log(ctx: Ctx, log: RunLog, shown_md: str) -> str:
     if log.answer.strip() and not _shown(log.answer, shown_md):
         blocks.append(
             f"**{ctx.labels.conclusion}{ctx.labels.colon}**\n\n"
-            + model_links(norm(log.answer.strip("\n")))
+            + demote(model_links(norm(log.answer.strip("\n"))), WORK_TOP)
         )
     body = join_blocks(blocks)
     if not body:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pplx_export.models import AppendixItem
 from pplx_export.render.background import background_log, launcher_line
 from pplx_export.render.context import Ctx
+from pplx_export.render.page import front_matter, nav_line
 from pplx_export.render.plan import plan_block
 from pplx_export.render.text import finish, join_blocks, one_line, quote, step_time
 from pplx_export.render.tree import nested
-from pplx_export.render.turn import answer_md, turn_answer, turn_heading
+from pplx_export.render.turn import linked_answer, turn_heading
 
 
 def header(ctx: Ctx) -> str:
@@ -21,7 +22,15 @@ def header(ctx: Ctx) -> str:
     ]
     if conv.space is not None and conv.space.title:
         facts.append(f"{lb.space}: {one_line(conv.space.title)}")
-    return f"# {one_line(conv.title) or lb.untitled}\n\n> " + " | ".join(facts)
+    title = one_line(conv.title) or lb.untitled
+    return join_blocks(
+        [
+            front_matter(conv, title),
+            f"# {title}",
+            nav_line(ctx, "conversation.md"),
+            "> " + " | ".join(facts),
+        ]
+    )
 
 
 def appendix_item(ctx: Ctx, item: AppendixItem) -> str:
@@ -68,7 +77,7 @@ def render_conversation(ctx: Ctx) -> str:
             f"### {lb.query}",
             turn.query.strip("\n") if turn.query.strip() else lb.empty,
             f"### {lb.answer}",
-            answer_md(ctx, turn_answer(turn)),
+            linked_answer(ctx, turn, inline=True, top=4),
         ]
     blocks.append(appendix(ctx))
     return finish(join_blocks(blocks))

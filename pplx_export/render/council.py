@@ -6,7 +6,17 @@ from pplx_export.models import WfPayload, WfStep
 from pplx_export.parse.views import QUERIES, SOURCES
 from pplx_export.render.context import Ctx
 from pplx_export.render.latex import norm
-from pplx_export.render.text import details, join_blocks, link, model_links, one_line, summary_text
+from pplx_export.render.text import (
+    WORK_TOP,
+    bold,
+    demote,
+    details,
+    join_blocks,
+    link,
+    model_links,
+    one_line,
+    summary_text,
+)
 from pplx_export.render.tree import COUNCIL_MODE, conclusion_of, render_item, step_heading
 
 
@@ -49,7 +59,7 @@ def _payload_body(ctx: Ctx, wp: WfPayload, answer: str) -> tuple[list[str], int,
                     parts.append(rendered)
         title = one_line(step.title)
         if title or parts:
-            blocks.append(join_blocks([f"**{title}**" if title else "", *parts]))
+            blocks.append(join_blocks([bold(title), *parts]))
     return blocks, n_queries, n_sources
 
 
@@ -72,7 +82,10 @@ def _model_block(ctx: Ctx, wp: WfPayload) -> str:
         stat.append(tag)
     blocks = [f"{lb.model}: `{model}`" if model else "", *body]
     if answer.strip():
-        blocks.append(f"**{lb.answer}{lb.colon}**\n\n" + model_links(norm(answer.strip("\n"))))
+        blocks.append(
+            f"**{lb.answer}{lb.colon}**\n\n"
+            + demote(model_links(norm(answer.strip("\n"))), WORK_TOP)
+        )
     return details(summary_text(name + lb.par(" · ".join(stat))), join_blocks(blocks))
 
 

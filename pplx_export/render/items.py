@@ -11,7 +11,10 @@ from pplx_export.models import Link, WfItem
 from pplx_export.render.context import Ctx
 from pplx_export.render.latex import norm
 from pplx_export.render.text import (
+    WORK_TOP,
+    bold,
     cell,
+    demote,
     details,
     fenced,
     join_blocks,
@@ -20,8 +23,6 @@ from pplx_export.render.text import (
     quote,
     summary_text,
 )
-
-_TODO_MARK = {"COMPLETED": "[x]", "IN_PROGRESS": "[/]"}
 
 
 def source_lines(sources: Sequence[Link]) -> list[str]:
@@ -51,11 +52,11 @@ def render_text(ctx: Ctx, item: WfItem) -> str:
         # The turn's answer is shown in its own section; any other answer text stays here.
         if text.strip() == ctx.answer.strip():
             return ""
-        return f"**{ctx.labels.intermediate_answer}{ctx.labels.colon}**\n\n" + model_links(
-            norm(text)
+        return f"**{ctx.labels.intermediate_answer}{ctx.labels.colon}**\n\n" + demote(
+            model_links(norm(text)), WORK_TOP
         )
     if variant in ("thought", "thinking"):
-        return quote(norm(text.strip("\n")))
+        return quote(demote(norm(text.strip("\n")), WORK_TOP))
     header = tp.header
     if header:
         # Headed monospace text (tool output) is folded in the web UI.
@@ -65,7 +66,7 @@ def render_text(ctx: Ctx, item: WfItem) -> str:
         )
     if tp.is_mono:
         return fenced(text)
-    return model_links(norm(text))
+    return demote(model_links(norm(text)), WORK_TOP)
 
 
 def render_sources(ctx: Ctx, item: WfItem) -> str:
@@ -86,10 +87,14 @@ def render_queries(ctx: Ctx, item: WfItem) -> str:
 def render_todo(ctx: Ctx, item: WfItem) -> str:
     todo = item.todo
     title = todo.title.strip() or ctx.labels.task_list
-    lines = [f"**{title}**", ""]
+    lines = [bold(title), ""]
     for entry in todo.entries:
-        mark = _TODO_MARK.get(entry.status.upper(), "[ ]")
-        lines.append(f"- {mark} {entry.description.strip()}")
+        status = entry.status.upper()
+        # GitHub and CommonMark task lists know only `[ ]` and `[x]`: in-progress is an open
+        # box that says so.
+        mark = "[x]" if status == "COMPLETED" else "[ ]"
+        note = f"*{ctx.labels.in_progress}* " if status == "IN_PROGRESS" else ""
+        lines.append(f"- {mark} {note}{entry.description.strip()}")
     changes = []
     for d in todo.changes:
         desc = d.description.strip()

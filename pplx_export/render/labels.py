@@ -99,6 +99,7 @@ class Labels:
     # workflow items
     searching: str
     task_list: str
+    in_progress: str
     todo_changes: str
     asked_user: str
     multichoice: str
@@ -111,6 +112,8 @@ class Labels:
     # files
     sources_title: str
     report_title: str
+    nav_open: str
+    nav_conversation: str
     artifact_file: str
 
     @cached_property
@@ -219,6 +222,7 @@ EN = Labels(
     council_research="Council research",
     searching="Searching",
     task_list="Task list",
+    in_progress="(in progress)",
     todo_changes="Changes",
     asked_user="Asked the user",
     multichoice="multiple choice",
@@ -230,6 +234,8 @@ EN = Labels(
     nested_empty="(WORKFLOW_ITEM_WORKFLOW without steps)",
     sources_title="Sources",
     report_title="Research report",
+    nav_open="Open on perplexity.ai",
+    nav_conversation="Conversation",
     artifact_file="Artifact file",
 )
 
@@ -310,6 +316,7 @@ ZH = Labels(
     council_research="模型委员会检索",
     searching="检索",
     task_list="任务清单",
+    in_progress="（进行中）",
     todo_changes="变更",
     asked_user="向用户提问",
     multichoice="可多选",
@@ -321,6 +328,8 @@ ZH = Labels(
     nested_empty="（WORKFLOW_ITEM_WORKFLOW）",
     sources_title="引文列表",
     report_title="研究报告",
+    nav_open="在 perplexity.ai 打开",
+    nav_conversation="对话",
     artifact_file="产物文件",
 )
 

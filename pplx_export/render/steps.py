@@ -10,6 +10,8 @@ from pplx_export.render.context import Ctx
 from pplx_export.render.items import source_lines
 from pplx_export.render.shown import Shown
 from pplx_export.render.text import (
+    WORK_TOP,
+    demote,
     details,
     fenced,
     join_blocks,
@@ -64,10 +66,11 @@ def _council_research(ctx: Ctx, step: Step) -> str:
     query = step.body.research_query.strip()
     blocks = [f"**{lb.council_research}**" + (f": {one_line(query)}" if query else "")]
     for state in step.body.models:
-        body = [quote(state.mock_thought)] if state.mock_thought else []
+        body = [quote(demote(state.mock_thought, WORK_TOP))] if state.mock_thought else []
         body += [render_step(ctx, s) for s in state.steps]
         if state.answer.strip():
-            body.append(f"**{lb.answer}{lb.colon}**\n\n" + state.answer.strip("\n"))
+            answer = demote(state.answer.strip("\n"), WORK_TOP)
+            body.append(f"**{lb.answer}{lb.colon}**\n\n" + answer)
         summary = f"{lb.model}: {state.model}" + (f" ({state.status})" if state.status else "")
         blocks.append(details(summary_text(summary), join_blocks(body)))
     return join_blocks(blocks)
@@ -88,7 +91,11 @@ def render_step(ctx: Ctx, step: Step) -> str:
     if kind == "ASI_TOOL_OUTPUT":
         return _tool(ctx, step, lb.tool_output)
     if kind == "THOUGHT":
-        return f"**{lb.thinking}**\n\n" + quote(b.text.strip("\n")) if b.text.strip() else ""
+        return (
+            f"**{lb.thinking}**\n\n" + quote(demote(b.text.strip("\n"), WORK_TOP))
+            if b.text.strip()
+            else ""
+        )
     if kind == "SEARCH_WEB":
         return _list(lb.web_search, [f"- {q}" for q in b.queries])
     if kind == "SEARCH_RESULTS":

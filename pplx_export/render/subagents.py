@@ -9,6 +9,8 @@ from pplx_export.render.latex import norm
 from pplx_export.render.plan import plan_block
 from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.text import (
+    WORK_TOP,
+    demote,
     details,
     join_blocks,
     link,
@@ -76,9 +78,12 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
         )
     answer = sub.answer if sub.answer.strip() else conclusion
     if answer.strip():
-        blocks.append(f"**{lb.conclusion}{lb.colon}**\n\n" + model_links(norm(answer.strip("\n"))))
+        blocks.append(
+            f"**{lb.conclusion}{lb.colon}**\n\n"
+            + demote(model_links(norm(answer.strip("\n"))), WORK_TOP)
+        )
     if conclusion.strip() and answer.strip() != conclusion.strip():
-        blocks.append(model_links(norm(conclusion.strip("\n"))))
+        blocks.append(demote(model_links(norm(conclusion.strip("\n"))), WORK_TOP))
     lines = ["- " + link(c.name, c.url) for c in sub.sources if c.url]
     known = set(lines)
     lines += [c for c in cited if c not in known]

@@ -95,6 +95,11 @@ def model_links(md: str) -> str:
     return _MODEL_LINK.sub(r"**\1**", md)
 
 
+# The level of the highest heading in a text shown inside the work process: below its
+# `### Step N` (the turn file's H1 turn, H2 sections, H3 steps).
+WORK_TOP = 4
+
+
 def cell(text: str) -> str:
     """One Markdown table cell: never truncated; pipes escaped, line breaks kept as <br>."""
     # Double any backslashes before a pipe so the pipe itself stays escaped.
@@ -129,6 +134,53 @@ _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 def summary_text(text: str) -> str:
     """Text for a <summary> line: one line, and no `<` that could open an HTML tag."""
     return _TAG_START.sub("&lt;", one_line(text))
+
+
+# Characters that could end or swallow a `**…**` early: a backslash escaping the closing
+# star, a star, an underscore, a backtick opening a code span, brackets and `<`.
+_BOLD_ESCAPE = re.compile(r"[\\*_`\[\]<]")
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")  # a fenced code block's opening or closing line
+_ATX = re.compile(r"^( {0,3})(#{1,6})(?=[ \t]|$)")
+
+
+def demote(md: str, top: int) -> str:
+    """ATX headings of `md` (outside fenced code) moved down so the highest is at level
+    `top` (deeper ones keep their distance, down to 6): an answer's own outline sits below
+    the page's turn and section headings."""
+    if "#" not in md:
+        return md
+    lines = md.split("\n")
+    fence = ""
+    found: list[int] = []
+    least = 7
+    for i, line in enumerate(lines):
+        m = FENCE.match(line)
+        if fence:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = ""
+            continue
+        if m:
+            fence = m.group(1)
+            continue
+        h = _ATX.match(line)
+        if h:
+            found.append(i)
+            least = min(least, len(h.group(2)))
+    shift = top - least
+    if not found or shift <= 0:
+        return md
+    for i in found:
+        h = _ATX.match(lines[i])
+        assert h is not None
+        level = min(6, len(h.group(2)) + shift)
+        lines[i] = h.group(1) + "#" * level + lines[i][h.end() :]
+    return "\n".join(lines)
+
+
+def bold(text: str) -> str:
+    """`**text**` that the text cannot break: one line, markup characters escaped."""
+    inner = _BOLD_ESCAPE.sub(r"\\\g<0>", one_line(text))
+    return f"**{inner}**" if inner else ""
 
 
 _NON_WORD = re.compile(r"[\W_]+")

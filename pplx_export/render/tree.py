@@ -34,6 +34,9 @@ from pplx_export.render.items import (
 from pplx_export.render.latex import norm
 from pplx_export.render.shown import Shown
 from pplx_export.render.text import (
+    WORK_TOP,
+    bold,
+    demote,
     details,
     join_blocks,
     link,
@@ -93,7 +96,7 @@ def step_label(step: WfStep) -> str:
     """`**title** (`tool`)` for a step inside a nested block ("" when it has neither)."""
     title = one_line(step.title)
     tool = step.tool_name
-    label = f"**{title}**" if title else ""
+    label = bold(title)
     if tool:
         label += f" (`{tool}`)" if label else f"(`{tool}`)"
     return label
@@ -210,7 +213,8 @@ def nested(
     blocks += parts if parts else [lb.no_steps]
     if conclusion.strip():
         blocks.append(
-            f"**{lb.conclusion}{lb.colon}**\n\n" + model_links(norm(conclusion.strip("\n")))
+            f"**{lb.conclusion}{lb.colon}**\n\n"
+            + demote(model_links(norm(conclusion.strip("\n"))), WORK_TOP)
         )
     if cited:
         blocks.append(f"**{lb.sources}{lb.colon}**\n\n" + "\n".join(cited))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pplx_export.models import Turn
 from pplx_export.parse.mode_tables import WORKFLOW_MODES
+from pplx_export.render.cite import citation_lines, definitions, link_markers, turn_cites
 from pplx_export.render.context import Ctx
 from pplx_export.render.latex import norm
+from pplx_export.render.page import front_matter, nav_line, turn_file
 from pplx_export.render.plan import plan_block
 from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.subagents import render_stub_section
-from pplx_export.render.text import finish, join_blocks, link, model_links, quote, ts
+from pplx_export.render.text import demote, finish, join_blocks, model_links, one_line, quote, ts
 from pplx_export.render.workflow import render_wf_block
 
 
@@ -27,6 +29,13 @@ def answer_md(ctx: Ctx, text: str) -> str:
     if md is None:
         md = ctx.memo[key] = model_links(norm(text.strip("\n")))
     return md
+
+
+def linked_answer(ctx: Ctx, turn: Turn, inline: bool, top: int) -> str:
+    """The answer with its headings from level `top` down (below the page's turn and Answer
+    headings) and its `[n]` markers made links to the turn's sources."""
+    md = demote(answer_md(ctx, turn_answer(turn)), top)
+    return link_markers(md, turn_cites(ctx, turn), inline)
 
 
 def turn_heading(ctx: Ctx, turn: Turn, level: str) -> str:
@@ -51,17 +60,26 @@ def render_turn(ctx: Ctx, turn: Turn) -> str:
     lb = ctx.labels
     answer = turn_answer(turn)
     ctx = ctx.with_turn(answer, turn.metadata.locked_reason)
+    shown_answer = linked_answer(ctx, turn, inline=False, top=3)
+    here = turn_file(turn.index)
+    title = f"{one_line(ctx.conv.title) or lb.untitled} · {lb.turn} {turn.index}"
     blocks = [
+        front_matter(ctx.conv, title),
         turn_heading(ctx, turn, "#"),
+        nav_line(ctx, here),
         f"## {lb.query}",
         turn.query.strip("\n") if turn.query.strip() else lb.empty,
         plan_block(ctx, {turn.uuid} - {""}, skip=answer, section="entries"),
         work_process(ctx, turn),
         render_stub_section(ctx, turn),
         f"## {lb.answer}",
-        answer_md(ctx, answer),
+        shown_answer,
     ]
-    cites = [f"- {link(c.name, c.url)}" for c in turn.citations if c.url]
+    cites = turn_cites(ctx, turn)
     if cites:
-        blocks += [f"## {lb.turn_citations}", "\n".join(cites)]
+        blocks += [
+            f"## {lb.turn_citations}",
+            citation_lines(cites),
+            definitions(cites, shown_answer),
+        ]
     return finish(join_blocks(blocks))

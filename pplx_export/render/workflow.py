@@ -5,13 +5,17 @@ from __future__ import annotations
 from pplx_export.models import WfPayload, WfStep
 from pplx_export.render import council, subagents
 from pplx_export.render.context import Ctx
-from pplx_export.render.text import join_blocks, one_line
+from pplx_export.render.text import bold, join_blocks
 from pplx_export.render.tree import render_item, step_heading
 
 
 def render_generic_step(ctx: Ctx, i: int, step: WfStep) -> str:
-    body = [render_item(ctx, item) for item in step.items]
-    return join_blocks([step_heading(ctx, i, step), *body])
+    body = join_blocks([render_item(ctx, item) for item in step.items])
+    if not body and not step.title.strip() and not ctx.labels.tag(step.status, ctx.locked_reason):
+        # Nothing under it, no title and no interruption to report (a `share_file` call
+        # with no items): an empty `### Step N` heading would only break the outline.
+        return ""
+    return join_blocks([step_heading(ctx, i, step), body])
 
 
 def render_wf_step(ctx: Ctx, i: int, step: WfStep) -> str:
@@ -35,7 +39,7 @@ def render_wf_block(ctx: Ctx, wf: WfPayload) -> str:
     blocks = [f"## {lb.work_process}{lb.par(' · '.join(stat))}"]
     headline = wf.headline.strip()
     if headline:
-        blocks.append(f"**{one_line(headline)}**")
+        blocks.append(bold(headline))
     # Numbered by place in the raw list: an entry that is not a step keeps its number.
     blocks += [render_wf_step(ctx, step.position, step) for step in wf.steps]
     return join_blocks(blocks)
