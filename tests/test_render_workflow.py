@@ -324,3 +324,31 @@ def test_mapped_subagent_prefers_background_copy_and_shows_launcher() -> None:
     assert "<summary>Sub-agent work process (steps: 1)</summary>" in md
     assert "only in the step log" in md
     assert f"### Step 1 · 🤖 Sub-agent: R · {EN.tag_canceled}" in md
+
+
+def _chain(levels: int) -> dict[str, Any]:
+    """A workflow nested `levels` deep: each level has a headline, a step and a conclusion."""
+    inner: dict[str, Any] = {}
+    for n in range(levels, 0, -1):
+        items = [text_item(f"Finding of level {n}.", variant="answer")]
+        if inner:
+            items.insert(0, payload_item(inner))
+        inner = {
+            "id": f"run-{n}",
+            "headline": f"Level {n} headline",
+            "status": "COMPLETED",
+            "steps": [wf_step(f"Step of level {n}", items)],
+        }
+    return inner
+
+
+def test_a_sixty_deep_chain_shows_every_level() -> None:
+    # Past the readable depth the levels are listed flat under the last fold, not dropped.
+    ctx = Ctx(labels=EN, conv=Conversation(web_uuid="w"))
+    step = wf_step("Launch", [payload_item(_chain(60))])
+    md = render_wf_step(ctx, 1, step)
+    for n in range(1, 61):
+        assert f"Level {n} headline" in md, n
+        assert md.count(f"Finding of level {n}.") == 1, n  # the conclusion, once
+    assert "recursion limit" not in md
+    assert md.count("<details>") <= 12  # folds stop at the readable depth

@@ -85,11 +85,59 @@ def render_workflow_item(ctx: Ctx, wp: WfPayload, depth: int, seen: frozenset[st
         headline = wp.headline.strip()
         return ctx.labels.nested_empty + (f" {headline}" if headline else "")
     wid = wp.id
-    if depth >= MAX_DEPTH or (wid and wid in seen):
+    if wid and wid in seen:
         name = wp.headline.strip() or ctx.labels.untitled
         return ctx.labels.recursion_limit.format(name=name)
+    if depth >= MAX_DEPTH:
+        return flattened(ctx, wp, seen)
     label = ctx.labels.subagent if wp.is_anchor else ctx.labels.nested
     return nested(ctx, wp, depth, seen | {wid} if wid else seen, label)
+
+
+def flattened(ctx: Ctx, top: WfPayload, seen: frozenset[str]) -> str:
+    """Levels past MAX_DEPTH folds, as one flat list instead of more nested folds: every
+    level's headline, prompt, steps and conclusion, in document order. A loop with its own
+    stack, so no payload depth can reach Python's recursion limit, and nothing is dropped."""
+    lb = ctx.labels
+    out: list[str] = []
+    stack: list[tuple[WfPayload, frozenset[str]]] = [(top, seen)]
+    while stack:
+        wp, path = stack.pop()
+        if wp.id and wp.id in path:
+            out.append(lb.recursion_limit.format(name=wp.headline.strip() or lb.untitled))
+            continue
+        path = path | {wp.id} if wp.id else path
+        label = lb.subagent if wp.is_anchor else lb.nested
+        head = bold(f"{label}{lb.sep}{one_line(wp.headline) or lb.untitled}")
+        tag = lb.tag(wp.status, ctx.locked_reason)
+        blocks = [f"{head} · {tag}" if tag else head]
+        if wp.prompt.strip():
+            blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(wp.prompt.strip("\n")))
+        children: list[WfPayload] = []
+        conclusion = conclusion_of(wp)
+        inner = ctx.with_answer(conclusion)  # the conclusion is shown once, below
+        for step in wp.steps:
+            parts = []
+            for item in step.items:
+                if item.kind == WORKFLOW:
+                    if item.workflow is not None and item.workflow.mode != COUNCIL_MODE:
+                        children.append(item.workflow)
+                    continue
+                rendered = render_item(inner, item, MAX_DEPTH, path)
+                if rendered.strip():
+                    parts.append(rendered)
+            label_line = step_label(step)
+            if label_line or parts:
+                blocks.append(join_blocks([label_line, *parts]))
+        if conclusion.strip():
+            blocks.append(
+                f"**{lb.conclusion}{lb.colon}**\n\n"
+                + demote(model_links(norm(conclusion.strip("\n"))), WORK_TOP)
+            )
+        out.append(join_blocks(blocks))
+        # Children next, in their order (a stack: pushed last to first).
+        stack += [(child, path) for child in reversed(children)]
+    return join_blocks(out)
 
 
 def step_label(step: WfStep) -> str:
