@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -326,15 +327,16 @@ def test_mapped_subagent_prefers_background_copy_and_shows_launcher() -> None:
     assert f"### Step 1 · 🤖 Sub-agent: R · {EN.tag_canceled}" in md
 
 
-def _chain(levels: int) -> dict[str, Any]:
-    """A workflow nested `levels` deep: each level has a headline, a step and a conclusion."""
+def _chain(levels: int, same_id: bool = False) -> dict[str, Any]:
+    """A workflow nested `levels` deep: each level has a headline, a step and a conclusion
+    (with `same_id`, every level reuses one run id: ids are not unique along a chain)."""
     inner: dict[str, Any] = {}
     for n in range(levels, 0, -1):
         items = [text_item(f"Finding of level {n}.", variant="answer")]
         if inner:
             items.insert(0, payload_item(inner))
         inner = {
-            "id": f"run-{n}",
+            "id": "run" if same_id else f"run-{n}",
             "headline": f"Level {n} headline",
             "status": "COMPLETED",
             "steps": [wf_step(f"Step of level {n}", items)],
@@ -342,10 +344,12 @@ def _chain(levels: int) -> dict[str, Any]:
     return inner
 
 
-def test_a_sixty_deep_chain_shows_every_level() -> None:
-    # Past the readable depth the levels are listed flat under the last fold, not dropped.
+@pytest.mark.parametrize("same_id", [False, True])
+def test_a_sixty_deep_chain_shows_every_level(same_id: bool) -> None:
+    # Past the readable depth the levels are listed flat under the last fold, not dropped;
+    # a reused id is no repeat (a JSON tree cannot contain itself).
     ctx = Ctx(labels=EN, conv=Conversation(web_uuid="w"))
-    step = wf_step("Launch", [payload_item(_chain(60))])
+    step = wf_step("Launch", [payload_item(_chain(60, same_id))])
     md = render_wf_step(ctx, 1, step)
     for n in range(1, 61):
         assert f"Level {n} headline" in md, n

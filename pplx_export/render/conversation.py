@@ -46,8 +46,7 @@ def appendix_item(ctx: Ctx, item: AppendixItem) -> str:
     end = step_time(wp.completed_at or item.updated)
     if start or end:
         facts.append(f"{lb.time}: {start or '?'} → {end or '?'}")
-    seen = frozenset({wp.id} - {""})
-    block = nested(ctx, wp, 0, seen, lb.background_task, item.locked_reason)
+    block = nested(ctx, wp, 0, frozenset({id(wp)}), lb.background_task, item.locked_reason)
     return join_blocks(
         [
             quote(" · ".join(facts)),

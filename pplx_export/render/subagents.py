@@ -55,9 +55,9 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     # Two copies of the run exist: the workflow payload in the launching turn (titled steps,
     # may lag) and the background entry's step log (the parser's sub.steps). The payload is
     # shown first; the log adds what the payload lacks (everything, when the payload is empty).
-    seen = frozenset({sub.sub_id})
     copies = [p for p in background_payloads(ctx, sub.sub_id) if p.steps]
     primary = copies[0] if copies else wp
+    seen = frozenset({id(wp), *(id(c) for c in copies)})
     parts, conclusion, cited = nested_body(ctx, primary, 0, seen)
     shown_md = join_blocks(parts)
     for other in [*copies[1:], wp] if copies else []:
@@ -116,8 +116,7 @@ def render_subagent_step(ctx: Ctx, i: int, step: WfStep) -> str:
     if sub is not None:
         blocks += _sub_body(ctx, sub, wp)
     elif wp.steps:
-        seen = frozenset({sid} - {""})
-        blocks.append(nested(ctx, wp, 0, seen, lb.subagent, lr))
+        blocks.append(nested(ctx, wp, 0, frozenset({id(wp)}), lb.subagent, lr))
     elif wp.prompt.strip():
         blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(wp.prompt.strip("\n")))
     # Other items on the step (not the anchor payloads) and further payloads.
@@ -143,7 +142,6 @@ def render_stub_section(ctx: Ctx, turn: Turn) -> str:
     blocks = [f"## {lb.subagent_work}{lb.par(count)}", quote(lb.stub_note)]
     for run in turn.stub_runs:
         wp = run.payload
-        seen = frozenset({wp.id} - {""})
-        block = nested(ctx, wp, 0, seen, lb.subagent, turn.metadata.locked_reason)
+        block = nested(ctx, wp, 0, frozenset({id(wp)}), lb.subagent, turn.metadata.locked_reason)
         blocks += [launcher_line(ctx, wp.id), block, background_log(ctx, run.log, block)]
     return join_blocks(blocks)

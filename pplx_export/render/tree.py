@@ -52,7 +52,7 @@ COUNCIL_MODE = "LLM_COUNCIL"
 NO_PAYLOAD = WfPayload(raw={})
 
 
-def render_item(ctx: Ctx, item: WfItem, depth: int = 0, seen: frozenset[str] = frozenset()) -> str:
+def render_item(ctx: Ctx, item: WfItem, depth: int = 0, seen: frozenset[int] = frozenset()) -> str:
     """One workflow item; an unknown type renders a visible placeholder naming it."""
     kind = item.kind
     if kind == TEXT:
@@ -76,7 +76,7 @@ def render_item(ctx: Ctx, item: WfItem, depth: int = 0, seen: frozenset[str] = f
     return f"*({kind or '?'}: {ctx.labels.unrendered})*"
 
 
-def render_workflow_item(ctx: Ctx, wp: WfPayload, depth: int, seen: frozenset[str]) -> str:
+def render_workflow_item(ctx: Ctx, wp: WfPayload, depth: int, seen: frozenset[int]) -> str:
     if wp.mode == COUNCIL_MODE:
         return ""  # the council step renders it (council.py)
     if depth == 0 and wp.is_anchor and wp.id in ctx.sub_map:
@@ -84,29 +84,28 @@ def render_workflow_item(ctx: Ctx, wp: WfPayload, depth: int, seen: frozenset[st
     if not wp.steps and not wp.is_anchor:
         headline = wp.headline.strip()
         return ctx.labels.nested_empty + (f" {headline}" if headline else "")
-    wid = wp.id
-    if wid and wid in seen:
+    if id(wp) in seen:  # the same object again: only a cyclic Python value can do this
         name = wp.headline.strip() or ctx.labels.untitled
         return ctx.labels.recursion_limit.format(name=name)
     if depth >= MAX_DEPTH:
         return flattened(ctx, wp, seen)
     label = ctx.labels.subagent if wp.is_anchor else ctx.labels.nested
-    return nested(ctx, wp, depth, seen | {wid} if wid else seen, label)
+    return nested(ctx, wp, depth, seen | {id(wp)}, label)
 
 
-def flattened(ctx: Ctx, top: WfPayload, seen: frozenset[str]) -> str:
+def flattened(ctx: Ctx, top: WfPayload, seen: frozenset[int]) -> str:
     """Levels past MAX_DEPTH folds, as one flat list instead of more nested folds: every
     level's headline, prompt, steps and conclusion, in document order. A loop with its own
     stack, so no payload depth can reach Python's recursion limit, and nothing is dropped."""
     lb = ctx.labels
     out: list[str] = []
-    stack: list[tuple[WfPayload, frozenset[str]]] = [(top, seen)]
+    stack: list[tuple[WfPayload, frozenset[int]]] = [(top, seen)]
     while stack:
         wp, path = stack.pop()
-        if wp.id and wp.id in path:
+        if id(wp) in path:
             out.append(lb.recursion_limit.format(name=wp.headline.strip() or lb.untitled))
             continue
-        path = path | {wp.id} if wp.id else path
+        path = path | {id(wp)}
         label = lb.subagent if wp.is_anchor else lb.nested
         head = bold(f"{label}{lb.sep}{one_line(wp.headline) or lb.untitled}")
         tag = lb.tag(wp.status, ctx.locked_reason)
@@ -178,7 +177,7 @@ def nested_body(
     ctx: Ctx,
     wp: WfPayload,
     depth: int,
-    seen: frozenset[str],
+    seen: frozenset[int],
     shown_md: str | None = None,
 ) -> tuple[list[str], str, list[str]]:
     """(body parts, conclusion, citation lines) of a nested workflow payload.
@@ -225,7 +224,7 @@ def nested(
     ctx: Ctx,
     wp: WfPayload,
     depth: int,
-    seen: frozenset[str],
+    seen: frozenset[int],
     label: str,
     locked_reason: str | None = None,
 ) -> str:
