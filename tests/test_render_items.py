@@ -236,23 +236,29 @@ def test_nested_without_steps_and_council_and_mapped_anchor() -> None:
     assert "🤖 Sub-agent" in render_item(ctx(), payload_item(anchor))
 
 
-def test_cycle_guard_on_repeated_id() -> None:
+def test_a_repeated_id_is_rendered_and_only_a_true_cycle_stops() -> None:
+    # Ids are not unique along a chain: a nested run with its parent's id is a run of its
+    # own. Only the same object again (a cyclic Python value) is a cycle.
     wp = _wp("loop", [])
     wp["steps"] = [
-        wf_step("again", [payload_item(_wp("loop", [wf_step("deep", [text_item("never")])]))])
+        wf_step("again", [payload_item(_wp("loop", [wf_step("deep", [text_item("shown")])]))])
     ]
     out = render_item(ctx(), payload_item(wp))
-    assert "(nested workflow: run loop, recursion limit reached)" in out
-    assert "never" not in out
+    assert "shown" in out and "recursion limit" not in out
+    cyclic = _wp("self", [])
+    cyclic["steps"] = [wf_step("into itself", [payload_item(cyclic)])]
+    out = render_item(ctx(), payload_item(cyclic))
+    assert "(nested workflow: run self, recursion limit reached)" in out
 
 
-def test_depth_guard() -> None:
+def test_depth_past_the_folds_is_flattened_not_dropped() -> None:
     wp: dict[str, Any] = _wp("leaf", [wf_step("bottom", [text_item("deepest")])])
     for n in range(MAX_DEPTH + 2):
         wp = _wp(f"w{n}", [wf_step(f"level {n}", [payload_item(wp)])])
     out = render_item(ctx(), payload_item(wp))
-    assert "recursion limit reached" in out
-    assert "deepest" not in out
+    assert "recursion limit reached" not in out
+    assert "deepest" in out and "level 0" in out
+    assert out.count("<details>") == MAX_DEPTH
     shallow = _wp(
         "a", [wf_step("s", [payload_item(_wp("b", [wf_step("t", [text_item("kept")])]))])]
     )
