@@ -24,7 +24,7 @@ from pplx_export.cli.options import (
     shared_options,
     version_option,
 )
-from pplx_export.cli.output import emit_json, print_lines, report_run
+from pplx_export.cli.output import emit_json, print_lines, report_result, report_run
 from pplx_export.cli.spaces import register as register_space_commands
 
 if TYPE_CHECKING:
@@ -273,14 +273,11 @@ def usage_backfill(opts: RunOptions, limit: int | None, as_json: bool) -> None:
     from pplx_export.sync.usage import run_usage_backfill
 
     result = run_usage_backfill(opts, limit=limit)
-    report_run(
-        result.line(),
-        result.failures,
+    report_result(
+        result,
         quiet=opts.quiet,
-        doc=result.to_json() if as_json else None,
-        failed_message=(
-            f"{result.failed} thread(s) failed; rerun to retry them" if result.failed else ""
-        ),
+        as_json=as_json,
+        failed_what="thread(s) failed; rerun to retry them",
     )
 
 
@@ -301,14 +298,8 @@ def assets_backfill(
     from pplx_export.sync.assets_backfill import run_assets_backfill
 
     result = run_assets_backfill(opts, fetch_blocks=fetch_blocks, online=online, limit=limit)
-    report_run(
-        result.line(),
-        result.failures,
-        quiet=opts.quiet,
-        doc=result.to_json() if as_json else None,
-        failed_message=(
-            f"{result.failed} item(s) failed; rerun to retry them" if result.failed else ""
-        ),
+    report_result(
+        result, quiet=opts.quiet, as_json=as_json, failed_what="item(s) failed; rerun to retry them"
     )
 
 
@@ -322,14 +313,8 @@ def search_mode_backfill(opts: RunOptions, offline: bool, limit: int | None, as_
     from pplx_export.sync.search_mode import run_search_mode_backfill
 
     result = run_search_mode_backfill(opts, offline=offline, limit=limit)
-    report_run(
-        result.line(),
-        result.failures,
-        quiet=opts.quiet,
-        doc=result.to_json() if as_json else None,
-        failed_message=(
-            f"{result.failed} row(s) failed; rerun to retry them" if result.failed else ""
-        ),
+    report_result(
+        result, quiet=opts.quiet, as_json=as_json, failed_what="row(s) failed; rerun to retry them"
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Protocol
 
 from pplx_export.errors import ThreadsFailed
 
@@ -38,3 +38,27 @@ def report_run(
 
 def print_lines(lines: list[str]) -> None:
     sys.stdout.write("".join(line + "\n" for line in lines))
+
+
+class RunResult(Protocol):
+    """What a long command returns: a summary line, its JSON, and what failed."""
+
+    failures: list[tuple[str, str]]
+
+    @property
+    def failed(self) -> int: ...
+
+    def line(self) -> str: ...
+
+    def to_json(self) -> Any: ...
+
+
+def report_result(result: RunResult, *, quiet: bool, as_json: bool, failed_what: str) -> None:
+    """`report_run` for a RunResult: exit 4 with "<n> <failed_what>" when anything failed."""
+    report_run(
+        result.line(),
+        result.failures,
+        quiet=quiet,
+        doc=result.to_json() if as_json else None,
+        failed_message=f"{result.failed} {failed_what}" if result.failed else "",
+    )
