@@ -10,7 +10,8 @@ N-thread archive (the issue's 1,500):
 * rerender-noindex   full re-render (parse + render + compare), the search hook disabled
 * rerender           the same with the hook (the index is current: stats per thread)
 * rerender-cold      the same after every thread.json was touched: every thread re-indexed
-                     (this process parses each again; reported, not a target)
+                     (the workers compute the rows from the thread they parsed)
+* rerender-noindex-cold  the same touch, the hook disabled: what the cold run is held to
 
 BIG-thread archive (the issue's 6,000):
 * rerender           full re-render
@@ -20,7 +21,8 @@ BIG-thread archive (the issue's 6,000):
                      the median is reported
 * size               index/search.sqlite against every *.md file of the archive
 
-Targets: rerender <= 1.25x rerender-noindex; rebuild <= 2x rerender; query median < 100 ms;
+Targets: rerender <= 1.25x rerender-noindex; rerender-cold <= 1.25x rerender-noindex-cold;
+rebuild <= 2x rerender; query median < 100 ms;
 size <= 1.5x Markdown; verify <= 1.2x rerender.
 """
 
@@ -96,14 +98,14 @@ def in_child(kind: str, root: Path) -> None:
     from pplx_export.search import index
     from pplx_export.sync import rerender as rerender_mod
 
-    if kind == "rerender-noindex":
+    if kind.startswith("rerender-noindex"):
 
         class Off(index.IndexUpdater):
             def __init__(self, root: Path, *, enabled: bool = True, chunk: int = 200) -> None:
                 super().__init__(root, enabled=False)
 
         rerender_mod.IndexUpdater = Off  # type: ignore[misc]
-    if kind == "rerender-cold":
+    if kind.endswith("-cold"):
         for d in index.thread_rels(root):
             os.utime(root / d / "thread.json")
     started = time.perf_counter()
@@ -150,6 +152,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1500)
     ap.add_argument("--big", type=int, default=6000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--skip-big", action="store_true", help="Measure the N-thread archive only.")
     ap.add_argument("--keep", type=Path, default=None, help="Build the archives here, keep them.")
     ap.add_argument("--child", nargs=2, metavar=("KIND", "ROOT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -161,14 +164,21 @@ def main() -> None:
     try:
         small, big = base / f"a{args.n}", base / f"a{args.big}"
         for root, n in ((small, args.n), (big, args.big)):
-            if not root.exists():
+            if not root.exists() and not (args.skip_big and root == big):
                 build(root, n)
         off = best("rerender-noindex", small, args.repeat)
         on = best("rerender", small, args.repeat)
-        cold = best("rerender-cold", small, 1)
+        cold_off = best("rerender-noindex-cold", small, args.repeat)
+        cold = best("rerender-cold", small, args.repeat)
         print(f"{args.n} threads, re-render: {off:.2f}s without the search hook, {on:.2f}s with")
-        print(f"  hook overhead {on / off - 1:+.1%} (target <= +25%: {verdict(on <= 1.25 * off)})")
-        print(f"  every thread re-indexed: {cold:.2f}s ({cold / off - 1:+.1%}; not a target)")
+        print(f"  index current: {on / off - 1:+.1%} (target <= +25%: {verdict(on <= 1.25 * off)})")
+        ok = verdict(cold <= 1.25 * cold_off)
+        print(
+            f"  every thread re-indexed: {cold:.2f}s against {cold_off:.2f}s without the hook"
+            f" = {cold / cold_off - 1:+.1%} (target <= +25%: {ok})"
+        )
+        if args.skip_big:
+            return
         full = best("rerender", big, args.repeat)
         rebuild = best("rebuild", big, args.repeat)
         verify_s = best("verify", big, args.repeat)

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pplx_export.models import JSON, Conversation
 from pplx_export.search.extract import ThreadRow, thread_row
 from pplx_export.search.schema import (
     FTS_TABLES,
@@ -193,6 +194,16 @@ def load_thread(root: Path, rel: str) -> tuple[ThreadRow, str]:
         )
     except SchemaError as exc:
         raise ThreadUnreadable(str(exc)) from exc
+    body, body_stat = _report_body(base, conv)
+    sig = "|".join(
+        [EXTRACT_VERSION, *(_stamp(s) for s in (doc_stat, plain_stat, blocks_stat, body_stat))]
+    )
+    return thread_row(conv, doc, rel, body), sig
+
+
+def _report_body(base: str, conv: Conversation) -> tuple[str | None, tuple[int, int] | None]:
+    """The report text the index holds (the stored body, else report.md) and the stat of
+    `assets/report_body.md` for the signature."""
     body: str | None = None
     body_stat: tuple[int, int] | None = None
     if conv.report is not None:
@@ -209,9 +220,20 @@ def load_thread(root: Path, rel: str) -> tuple[ThreadRow, str]:
         with contextlib.suppress(OSError):
             st = os.stat(os.path.join(base, REPORT_BODY))
             body_stat = (st.st_size, st.st_mtime_ns)
-    sig = "|".join(
-        [EXTRACT_VERSION, *(_stamp(s) for s in (doc_stat, plain_stat, blocks_stat, body_stat))]
-    )
+    return body, body_stat
+
+
+def fresh_rows(
+    root: Path, rel: str, conv: Conversation, doc: JSON, indexed: str
+) -> tuple[ThreadRow, str] | None:
+    """For a re-render worker that has just written directory `rel` from `conv` (and
+    thread.json `doc`, as now on disk): the thread's index rows and signature, or None when
+    the signature the index holds (`indexed`, "" for none) is still current. The rows are
+    what `load_thread` would read back, without reading and parsing the thread again."""
+    sig = signature(root, rel)
+    if sig is None or sig == indexed:
+        return None
+    body, _ = _report_body(os.path.join(root, rel), conv)
     return thread_row(conv, doc, rel, body), sig
 
 
@@ -332,8 +354,14 @@ def update_threads(root: Path, rels: Iterable[str], *, jobs: int = 1) -> IndexSt
     Without a database, one is built from the whole archive; a damaged one is rebuilt. That
     build runs in this process unless `jobs` says otherwise: a hook may be called where
     other threads run (a progress bar's, the demo's emulator), and forking then is unsafe."""
-    root = Path(root)
-    rels = list(rels)
+    return _update(Path(root), [(rel, None) for rel in rels], jobs=jobs)
+
+
+Pending = list[tuple[str, "tuple[ThreadRow, str] | None"]]  # (directory, rows if known)
+
+
+def _update(root: Path, pending: Pending, *, jobs: int) -> IndexStats:
+    """`update_threads`, where some threads come with their rows computed already."""
     try:
         try:
             conn = open_for_update(root)
@@ -347,8 +375,14 @@ def update_threads(root: Path, rels: Iterable[str], *, jobs: int = 1) -> IndexSt
         try:
             with conn:
                 conn.execute("BEGIN IMMEDIATE")
-                for rel in rels:
-                    _index_one(conn, root, rel, stats)
+                for rel, rows in pending:
+                    if rows is None:
+                        _index_one(conn, root, rel, stats)
+                        continue
+                    row, sig = rows
+                    _delete(conn, uuid=row.uuid, rel=rel)
+                    _insert(conn, row, sig)
+                    stats.indexed += 1
         finally:
             conn.close()
     except (sqlite3.Error, OSError) as exc:
@@ -365,6 +399,12 @@ class IndexUpdater:
     """`update_threads` fed one thread at a time, one transaction per `chunk` threads, for a
     long run (re-render): `add(rel)` for each thread written, `close()` at the end.
 
+    `indexed()` gives the signature the index holds for each directory, so that re-render
+    workers, which have the thread parsed already, compute the rows of a thread whose files
+    changed (`fresh_rows`) and hand them to `add(rel, rows)`: this process then only writes
+    them. A thread handed as `fresh` is current and costs nothing; one handed with neither
+    is checked and, if need be, read again here.
+
     Without a usable database the threads are not indexed one by one: `close()` builds the
     index from the whole archive once the run is over (not while its workers still share
     the CPUs). A run interrupted before `close()` leaves the index behind what it wrote;
@@ -375,28 +415,50 @@ class IndexUpdater:
         self.root = Path(root)
         self.enabled = enabled
         self.chunk = chunk
-        self.pending: list[str] = []
+        self.pending: Pending = []
         self.stats = IndexStats()
         self.build_at_close = False
 
-    def add(self, rel: str) -> None:
-        if not self.enabled or self.build_at_close:
+    def indexed(self) -> dict[str, str] | None:
+        """Directory -> signature of every thread in the index; None when there is no
+        usable index (it is then built at `close()`, and workers need not compute rows)."""
+        if not self.enabled:
+            return None
+        try:
+            conn = open_for_update(self.root)
+        except (FileNotFoundError, IndexDamaged, sqlite3.Error, OSError):
+            self.build_at_close = True
+            return None
+        try:
+            return {
+                str(d): str(sig) for d, sig in conn.execute("SELECT dir, signature FROM threads")
+            }
+        except sqlite3.Error:
+            self.build_at_close = True
+            return None
+        finally:
+            conn.close()
+
+    def add(
+        self, rel: str, rows: tuple[ThreadRow, str] | None = None, *, fresh: bool = False
+    ) -> None:
+        if not self.enabled or self.build_at_close or fresh:
             return
-        self.pending.append(rel)
+        self.pending.append((rel, rows))
         if len(self.pending) >= self.chunk:
             self.flush()
 
     def flush(self) -> None:
         if not self.pending:
             return
-        rels, self.pending = self.pending, []
+        pending, self.pending = self.pending, []
         try:
             conn = open_for_update(self.root)
         except (FileNotFoundError, IndexDamaged, sqlite3.Error, OSError):
             self.build_at_close = True
             return
         conn.close()
-        self.stats.merge(update_threads(self.root, rels))
+        self.stats.merge(_update(self.root, pending, jobs=1))
 
     def close(self) -> IndexStats:
         if not self.enabled:

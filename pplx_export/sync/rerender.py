@@ -143,6 +143,8 @@ def rerender(
         state = {k: v for k, v in state.items() if k in present}
     if on_total:
         on_total(len(rels))
+    search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
+    indexed = search_index.indexed()
     todo: list[WorkItem] = []
     dirty = len(state) != before
     prefix = str(root) + os.sep
@@ -153,19 +155,19 @@ def rerender(
             if on_progress:
                 on_progress(o)
             continue
-        todo.append((rel, state.get(rel), rel not in symlinked))
+        known = None if indexed is None else indexed.get(rel, "")
+        todo.append((rel, state.get(rel), rel not in symlinked, known))
     if jobs == 0:
         jobs = auto_jobs(len(todo))
     if jobs > 1 and todo:
         preload_engine()  # before the fork, so no worker imports them again
-    search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
     try:
         for o in outcomes(root, todo, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine):
             if o.disk_full:
                 # Every later write would fail the same way: stop at once, one line.
                 raise DiskFull(o.disk_full)
             summary.add(o)
-            search_index.add(o.rel)
+            search_index.add(o.rel, o.index_rows, fresh=o.index_fresh)
             if o.status == "failed":
                 log.error("re-render failed: %s: %s", root / o.rel, o.error)
                 dirty = state.pop(o.rel, None) is not None or dirty
