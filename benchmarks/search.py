@@ -104,7 +104,7 @@ def in_child(kind: str, root: Path) -> None:
             def __init__(self, root: Path, *, enabled: bool = True, chunk: int = 200) -> None:
                 super().__init__(root, enabled=False)
 
-        rerender_mod.IndexUpdater = Off  # type: ignore[misc]
+        setattr(rerender_mod, "IndexUpdater", Off)  # noqa: B010 (a module attribute swap)
     if kind.endswith("-cold"):
         for d in index.thread_rels(root):
             os.utime(root / d / "thread.json")
