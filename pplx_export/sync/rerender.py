@@ -35,6 +35,7 @@ from pplx_export.models import JSON
 from pplx_export.search.index import IndexUpdater
 from pplx_export.sync.assemble import Engine, default_engine, preload_engine
 from pplx_export.sync.progress import progress_reporter
+from pplx_export.sync.relation_facts import FactsJournal
 from pplx_export.sync.rerender_pool import WorkItem, auto_jobs, outcomes
 from pplx_export.sync.rerender_thread import ThreadOutcome
 
@@ -145,6 +146,7 @@ def rerender(
         on_total(len(rels))
     search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
     indexed = search_index.indexed()
+    facts = FactsJournal(root)  # relation facts of changed threads, for `relations`
     todo: list[WorkItem] = []
     dirty = len(state) != before
     prefix = str(root) + os.sep
@@ -168,6 +170,8 @@ def rerender(
                 raise DiskFull(o.disk_full)
             summary.add(o)
             search_index.add(o.rel, o.index_rows, fresh=o.index_fresh)
+            if o.relation_facts is not None:
+                facts.add(o.rel, o.relation_facts)
             if o.status == "failed":
                 log.error("re-render failed: %s: %s", root / o.rel, o.error)
                 dirty = state.pop(o.rel, None) is not None or dirty
@@ -184,6 +188,7 @@ def rerender(
                 dirty = False
         search_index.close()
     finally:
+        facts.close()
         if not dry_run and dirty:
             _save_state(root, state)
         summary.elapsed = time.monotonic() - started

@@ -30,6 +30,7 @@ from pplx_export.models import JSON, Conversation
 from pplx_export.search.extract import ThreadRow
 from pplx_export.search.index import fresh_rows
 from pplx_export.sync.assemble import Engine, default_engine, render_files
+from pplx_export.sync.relation_facts import facts_record
 from pplx_export.util.atomic import read_with_stat
 from pplx_export.util.jsontext import loads
 
@@ -54,6 +55,9 @@ class ThreadOutcome:
     # is parsed already (None: not computed), or `index_fresh` when the index is current.
     index_rows: tuple[ThreadRow, str] | None = None
     index_fresh: bool = False
+    # The thread's relations cache record (sync/relation_facts.py), when its render
+    # record changed (a thread whose inputs and outputs are as last time has one already).
+    relation_facts: JSON | None = None
 
 
 def _read(base: str, name: str, *, optional: bool = False) -> tuple[bytes, tuple[int, int]]:
@@ -246,8 +250,12 @@ def _rerender_thread(
         would_write=list(result.written) if dry_run else [],
         would_remove=list(result.removed) if dry_run else [],
     )
-    if indexed is not None and not dry_run:
-        _index_rows(outcome, root, conv, result.thread_doc or doc, indexed)
+    if not dry_run:
+        now_doc = result.thread_doc or doc
+        if indexed is not None:
+            _index_rows(outcome, root, conv, now_doc, indexed)
+        if outcome.fingerprint is not None:
+            outcome.relation_facts = facts_record(root, rel, conv, now_doc)
     return outcome
 
 
