@@ -27,8 +27,7 @@ from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.archive.writer import FastPath, write_thread
 from pplx_export.errors import ArchiveError, DiskFull, SchemaError
 from pplx_export.models import JSON, Conversation
-from pplx_export.search.extract import ThreadRow
-from pplx_export.search.index import fresh_rows
+from pplx_export.search.index import Fresh, fresh_rows
 from pplx_export.sync.assemble import Engine, default_engine, render_files
 from pplx_export.sync.relation_facts import facts_record
 from pplx_export.util.atomic import read_with_stat
@@ -53,7 +52,7 @@ class ThreadOutcome:
     would_remove: list[str] = field(default_factory=list)
     # The search index: the thread's new rows and signature, computed here where the thread
     # is parsed already (None: not computed), or `index_fresh` when the index is current.
-    index_rows: tuple[ThreadRow, str] | None = None
+    index_rows: Fresh | None = None
     index_fresh: bool = False
     # The thread's relations cache record (sync/relation_facts.py), when its render
     # record changed (a thread whose inputs and outputs are as last time has one already).
@@ -253,19 +252,25 @@ def _rerender_thread(
     if not dry_run:
         now_doc = result.thread_doc or doc
         if indexed is not None:
-            _index_rows(outcome, root, conv, now_doc, indexed)
+            digests = {**known, **result.digests}
+            _index_rows(outcome, root, conv, now_doc, indexed, digests)
         if outcome.fingerprint is not None:
             outcome.relation_facts = facts_record(root, rel, conv, now_doc)
     return outcome
 
 
 def _index_rows(
-    outcome: ThreadOutcome, root: Path, conv: Conversation, doc: JSON, indexed: str
+    outcome: ThreadOutcome,
+    root: Path,
+    conv: Conversation,
+    doc: JSON,
+    indexed: str,
+    digests: dict[str, str],
 ) -> None:
     """Fill the outcome's search-index fields. A failure here only costs the parent a
     re-read of the thread (it indexes a thread without rows the slow way)."""
     try:
-        rows = fresh_rows(root, outcome.rel, conv, doc, indexed)
+        rows = fresh_rows(root, outcome.rel, conv, doc, indexed, digests)
     except Exception:
         log.debug("search rows of %s not computed", outcome.rel, exc_info=True)
         return
