@@ -144,12 +144,9 @@ def rerender(
         state = {k: v for k, v in state.items() if k in present}
     if on_total:
         on_total(len(rels))
-    search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
-    indexed = search_index.indexed()
-    facts = FactsJournal(root)  # relation facts of changed threads, for `relations`
-    todo: list[WorkItem] = []
     dirty = len(state) != before
     prefix = str(root) + os.sep
+    found: list[tuple[str, JSON | None, bool]] = []
     for rel in rels:
         if changed_only and is_fresh(state.get(rel), prefix + rel, engine.version, lang):
             o = ThreadOutcome(rel, "skipped")
@@ -157,8 +154,16 @@ def rerender(
             if on_progress:
                 on_progress(o)
             continue
-        known = None if indexed is None else indexed.get(rel, "")
-        todo.append((rel, state.get(rel), rel not in symlinked, known))
+        found.append((rel, state.get(rel), rel not in symlinked))
+    search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
+    # What the index holds, so that workers compute rows only for threads that changed (a
+    # run with nothing to render does not even open it).
+    indexed = search_index.indexed() if found else None
+    todo: list[WorkItem] = [
+        (*item, None if indexed is None else indexed.get(item[0], "")) for item in found
+    ]
+    del found
+    facts = FactsJournal(root)  # relation facts of changed threads, for `relations`
     if jobs == 0:
         jobs = auto_jobs(len(todo))
     if jobs > 1 and todo:
