@@ -151,7 +151,9 @@ def rerender(
     dirty = len(state) != before
     prefix = str(root) + os.sep
     for rel in rels:
-        if changed_only and is_fresh(state.get(rel), prefix + rel, engine.version, lang):
+        if changed_only and is_fresh(
+            state.get(rel), prefix + rel, engine.version, lang, engine.flavor
+        ):
             o = ThreadOutcome(rel, "skipped")
             summary.add(o)
             if on_progress:
@@ -212,6 +214,7 @@ def run_rerender_command(
         summary = rerender(
             opts.out,
             lang=opts.lang,
+            engine=default_engine(opts.flavor),
             limit=limit,
             dry_run=dry_run,
             changed_only=changed_only,
