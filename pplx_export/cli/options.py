@@ -144,8 +144,8 @@ def _flavor_options() -> list[Callable[[F], F]]:
             "--flavor",
             type=click.Choice(["github", "obsidian"]),
             default=None,
-            help="Markdown for GitHub (HTML folds) or Obsidian (callouts, wikilinks) "
-            "(default: config render_flavor, github).",
+            help="Markdown for GitHub (HTML folds) or Obsidian (callouts, wikilinks); "
+            "default: config render_flavor, github.",
         )
     ]
 
