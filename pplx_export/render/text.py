@@ -270,7 +270,7 @@ def squash(text: str) -> str:
     # Dropping characters is a per-character filter, so the ASCII ones can go first in one
     # C pass (bytes.translate, several times faster than the regex on Markdown, which is
     # mostly punctuation and spaces); the regex then only sees the non-ASCII rest.
-    if "<" in text:
+    if "<" in text or "[!" in text:
         text = _LAYOUT_TAG.sub("", text)
     kept = text.encode("utf-8", "surrogatepass")
     rest = kept.translate(None, _ASCII_NON_WORD).decode("utf-8", "surrogatepass")
