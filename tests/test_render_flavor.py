@@ -8,6 +8,7 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 
 import pytest
+from markdown_it import MarkdownIt
 
 from pplx_export import config as config_mod
 from pplx_export.errors import ConfigError
@@ -23,7 +24,8 @@ from pplx_export.render.text import (
     squash,
     wikilink,
 )
-from tests.reading_support import MD, load, thread_dirs
+from tests.reading_support import MD, load, rendered, thread_dirs
+from tools.screenshots import obsidian_to_commonmark
 
 # A wikilink or embed: target, then an optional `|text` (a `\|` in a table cell).
 WIKILINK = re.compile(r"!?\[\[([^\]|\\]+)(?:\\?\|([^\]]*))?\]\]")
@@ -188,6 +190,22 @@ def test_obsidian_render_is_deterministic_and_shows_what_github_shows() -> None:
         for rel in first:
             # Same content: only the markup of folds and links differs.
             assert _letters(first[rel]) == _letters(github[rel]), (tdir.name, rel)
+
+
+def test_obsidian_pages_read_as_the_github_pages() -> None:
+    # With callouts read as folds and wikilinks as links (what Obsidian shows), every page
+    # of every shipped thread is the same HTML as its github twin: same structure, nesting
+    # and content, only the syntax differs.
+    html = MarkdownIt("commonmark", {"html": True}).enable("table")
+    pages = 0
+    for tdir in thread_dirs():
+        github, obsidian_files = rendered(tdir), obsidian(tdir)
+        for rel, text in obsidian_files.items():
+            if rel.endswith(".md"):
+                seen = html.render(obsidian_to_commonmark(text)).replace('href="./', 'href="')
+                assert seen == html.render(github[rel]), (tdir.name, rel)
+                pages += 1
+    assert pages > 50
 
 
 def _normal(path: PurePosixPath) -> str:
