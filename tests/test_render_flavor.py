@@ -17,6 +17,7 @@ from pplx_export.render.text import (
     FLAVORS,
     GITHUB,
     OBSIDIAN,
+    cell,
     details,
     image,
     is_internal,
@@ -111,6 +112,15 @@ def test_link_text_a_wikilink_cannot_carry_falls_back_to_a_markdown_link() -> No
     # Other characters (Markdown emphasis, backslashes, CJK) ride along unchanged.
     assert link("**x** \\ 文", "a.md", OBSIDIAN) == "[[./a.md|**x** \\ 文]]"
     assert link("two\nlines", "a.md", OBSIDIAN) == "[[./a.md|two lines]]"
+
+
+def test_a_wikilink_in_a_table_cell_escapes_its_pipe() -> None:
+    # Obsidian's own form inside tables; the table keeps its columns.
+    assert cell(link("Tides", "../t/conversation.md", OBSIDIAN)) == (
+        "[[../t/conversation.md\\|Tides]]"
+    )
+    row = MD.parse("| a | b |\n|---|---|\n| " + cell(link("T", "x.md", OBSIDIAN)) + " | 2 |")
+    assert len([t for t in row if t.type == "td_open"]) == 2
 
 
 def test_images_embed_archive_files_in_obsidian() -> None:
