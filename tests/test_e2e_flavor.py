@@ -69,6 +69,19 @@ def test_obsidian_export_then_rerender_switches_flavours(e2e: E2E) -> None:
     assert _rerender(e2e, "--flavor", "github", "--changed-only")["skipped"] == len(threads)
     assert _rerender(e2e)["written"] == 0  # github is the default
 
+    # `export` of one thread in obsidian: that thread's pages only.
+    computer = next(t for t in threads if t.parent.name == "computer")
+    uuid = json.loads((computer / "thread.json").read_text("utf-8"))["web_uuid"]
+    result = e2e.cli("export", uuid, "--force", "--flavor", "obsidian")
+    assert result.exit_code == 0, result.output
+    for t in threads:
+        texts = [p.read_text("utf-8") for p in _pages(t)]
+        assert any("[[" in x for x in texts) == (t == computer), t
+        if t == computer:
+            assert not any("<details>" in x for x in texts)
+    # Its thread.json changed (exported_at), so --changed-only renders it back to github.
+    assert _rerender(e2e, "--changed-only")["written"] == 1
+
     # And back, chosen by the config this time.
     e2e.config.write_text(
         e2e.config.read_text("utf-8").replace(
