@@ -90,7 +90,7 @@ def test_cli_jobs_defaults_to_one_per_cpu(monkeypatch: pytest.MonkeyPatch, tmp_p
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(rerender_mod, "rerender", spy)
-    monkeypatch.setattr(rerender_mod, "default_engine", lambda: FAKE_ENGINE)
+    monkeypatch.setattr(rerender_mod, "default_engine", lambda flavor="github": FAKE_ENGINE)
     root = tmp_path / "archive"
     make_thread(root, web_uuid="cc000001-0000-4000-8000-000000000001")
     runner = CliRunner()

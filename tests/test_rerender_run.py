@@ -131,7 +131,7 @@ def _boom(*args: object, **kwargs: object) -> object:
 
 
 def test_cli_zero_network_exit_codes(archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rerender_mod, "default_engine", lambda: FAKE_ENGINE)
+    monkeypatch.setattr(rerender_mod, "default_engine", lambda flavor="github": FAKE_ENGINE)
     monkeypatch.setattr(socket, "socket", _boom)
     monkeypatch.setattr(socket, "create_connection", _boom)
     runner = CliRunner()

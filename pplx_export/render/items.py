@@ -39,7 +39,9 @@ def sources_block(ctx: Ctx, sources: Sequence[Link]) -> str:
     lines = source_lines(sources)
     if not lines:
         return ""
-    return details(ctx.labels.sources + ctx.labels.par(str(len(lines))), "\n".join(lines))
+    return details(
+        ctx.labels.sources + ctx.labels.par(str(len(lines))), "\n".join(lines), ctx.flavor
+    )
 
 
 def render_text(ctx: Ctx, item: WfItem) -> str:
@@ -63,6 +65,7 @@ def render_text(ctx: Ctx, item: WfItem) -> str:
         return details(
             summary_text(header),
             fenced(text) if tp.is_mono or header == "Output" else norm(text),
+            ctx.flavor,
         )
     if tp.is_mono:
         return fenced(text)

@@ -72,7 +72,7 @@ def _council_research(ctx: Ctx, step: Step) -> str:
             answer = demote(state.answer.strip("\n"), WORK_TOP)
             body.append(f"**{lb.answer}{lb.colon}**\n\n" + answer)
         summary = f"{lb.model}: {state.model}" + (f" ({state.status})" if state.status else "")
-        blocks.append(details(summary_text(summary), join_blocks(body)))
+        blocks.append(details(summary_text(summary), join_blocks(body), ctx.flavor))
     return join_blocks(blocks)
 
 
@@ -101,7 +101,9 @@ def render_step(ctx: Ctx, step: Step) -> str:
     if kind == "SEARCH_RESULTS":
         lines = source_lines(b.links)
         return (
-            details(lb.search_results + lb.par(str(len(lines))), "\n".join(lines)) if lines else ""
+            details(lb.search_results + lb.par(str(len(lines))), "\n".join(lines), ctx.flavor)
+            if lines
+            else ""
         )
     if kind == "GET_URL_CONTENT":
         return _list(lb.read_pages, [f"- {link(u, u)}" for u in b.urls])

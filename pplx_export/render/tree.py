@@ -265,4 +265,4 @@ def nested(
         )
     if cited:
         blocks.append(f"**{lb.sources}{lb.colon}**\n\n" + "\n".join(cited))
-    return details(summary, join_blocks(blocks))
+    return details(summary, join_blocks(blocks), ctx.flavor)

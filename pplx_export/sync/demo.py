@@ -76,7 +76,12 @@ class DemoSummary:
 
 
 def run_demo(
-    directory: Path, *, lang: str = "en", quiet: bool = False, progress: bool = True
+    directory: Path,
+    *,
+    lang: str = "en",
+    flavor: str = "github",
+    quiet: bool = False,
+    progress: bool = True,
 ) -> DemoSummary:
     """Export the bundled sample library into `directory` through the emulator."""
     started = time.monotonic()
@@ -107,6 +112,7 @@ def run_demo(
             account=account,
             out=directory,
             lang=lang,
+            flavor=flavor,
             base_url=emu.base_url,
             cookies_file=cookies,
             quiet=quiet,

@@ -148,7 +148,9 @@ def rerender(
     prefix = str(root) + os.sep
     found: list[tuple[str, JSON | None, bool]] = []
     for rel in rels:
-        if changed_only and is_fresh(state.get(rel), prefix + rel, engine.version, lang):
+        if changed_only and is_fresh(
+            state.get(rel), prefix + rel, engine.version, lang, engine.flavor
+        ):
             o = ThreadOutcome(rel, "skipped")
             summary.add(o)
             if on_progress:
@@ -217,6 +219,7 @@ def run_rerender_command(
         summary = rerender(
             opts.out,
             lang=opts.lang,
+            engine=default_engine(opts.flavor),
             limit=limit,
             dry_run=dry_run,
             changed_only=changed_only,

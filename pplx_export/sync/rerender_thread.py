@@ -236,6 +236,7 @@ def _rerender_thread(
             stats=stats,
             outputs=result.outputs_stamp,
             absent=result.absent,
+            flavor=engine.flavor,
         )
     outcome = ThreadOutcome(
         rel,
