@@ -21,7 +21,8 @@ each in its own process and both offline:
 
 Target: each figure but the truly cold one under 1.5x floor. Figures are CPU seconds of
 the measured process (everything runs in it), so a loaded machine does not skew them.
-Each ratio is printed with "met" or "MISSED"; the best of --repeat runs is reported (noise only ever adds time).
+Each ratio is printed with "met" or "MISSED"; the best of --repeat runs is reported (noise
+only ever adds time).
 """
 
 from __future__ import annotations
