@@ -40,7 +40,7 @@ from pplx_export.sync.relation_edges import (
     link_uuids,
 )
 from pplx_export.util.atomic import read_with_stat, write_if_changed
-from pplx_export.util.jsontext import loads
+from pplx_export.util.jsontext import dumps_compact, loads
 from pplx_export.util.lenient import as_dict, as_str
 
 log = logging.getLogger(__name__)
@@ -253,17 +253,25 @@ def _replay(root: Path, records: dict[str, JSON]) -> bool:
     except OSError as exc:
         log.info("relations journal unreadable (%s); reading those threads again", exc)
         return True
-    for raw in data.splitlines():
-        try:
-            line = loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            continue
+    lines = data.splitlines()
+    try:  # an intact journal decodes in one call
+        decoded = loads(b"[" + b",".join(lines) + b"]")
+    except (ValueError, UnicodeDecodeError):
+        decoded = [_line(raw) for raw in lines]  # a torn line: only that one is lost
+    for line in decoded:
         if not isinstance(line, dict) or line.get("parser") != RENDERER_VERSION:
             continue
         rel = line.get("rel")
         if isinstance(rel, str) and "stats" in line and "facts" in line:
             records[rel] = {"stats": line["stats"], "facts": line["facts"]}
     return True
+
+
+def _line(raw: bytes) -> Any:
+    try:
+        return loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def _current_stats(root: Path, rel: str) -> list[Stat]:
@@ -311,9 +319,9 @@ def save_cache(root: Path, records: dict[str, JSON], outputs: JSON) -> None:
            "threads": records}  # fmt: skip
     # No trailing newline: jsontext.loads decodes a document that ends where the text ends
     # in one C call, and this file is read on every run.
-    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    data = dumps_compact(doc)
     try:
-        write_if_changed(cache_path(root), text)
+        write_if_changed(cache_path(root), data)
         # Folded into the snapshot: the journal's records are in it now.
         journal_path(root).unlink(missing_ok=True)
     except OSError as exc:  # derived state: the graph is still right without it
