@@ -150,8 +150,9 @@ def child(kind: str, root: Path) -> None:
     print(json.dumps({"seconds": time.process_time() - cpu, "wall": time.perf_counter() - started}))
 
 
-def measure(kind: str, root: Path, repeat: int) -> float:
-    best = float("inf")
+def measure(kind: str, root: Path, repeat: int) -> tuple[float, float]:
+    """Best of `repeat`: (CPU seconds, wall seconds), each the least seen."""
+    best = wall = float("inf")
     for _ in range(repeat):
         out = subprocess.run(
             [sys.executable, __file__, "--child", kind, str(root)],
@@ -160,8 +161,9 @@ def measure(kind: str, root: Path, repeat: int) -> float:
             text=True,
             env={**os.environ, "PYTHONPATH": str(REPO)},
         ).stdout
-        best = min(best, json.loads(out.splitlines()[-1])["seconds"])
-    return best
+        doc = json.loads(out.splitlines()[-1])
+        best, wall = min(best, doc["seconds"]), min(wall, doc.get("wall", doc["seconds"]))
+    return best, wall
 
 
 def main() -> int:
@@ -190,18 +192,27 @@ def main() -> int:
         relations = measure("relations", root, args.repeat)
         spaces_one = measure("spaces-touched", root, args.repeat)
         relations_one = measure("relations-touched", root, args.repeat)
-        print(f"floor (read every thread.json)  {floor:7.3f}s")
-        for name, seconds in (
+        print(f"{'':31} {'CPU':>7}   {'ratio':>5}        {'wall':>7}  ratio")
+        print(f"{'floor (read every thread.json)':31} {floor[0]:7.3f}s {'':18} {floor[1]:7.3f}s")
+        for name, (seconds, wall) in (
             ("relations (first, after render)", first),
             ("spaces (nothing changed)", spaces),
             ("spaces (one thread changed)", spaces_one),
             ("relations (nothing changed)", relations),
             ("relations (one thread changed)", relations_one),
         ):
-            ratio = seconds / floor
+            ratio = seconds / floor[0]
             verdict = "met" if ratio < TARGET else "MISSED"
-            print(f"{name:31} {seconds:7.3f}s  {ratio:5.2f}x floor  (< {TARGET}x: {verdict})")
-        print(f"{'relations (no cache: parses all)':31} {cold:7.3f}s  {cold / floor:5.2f}x floor")
+            print(
+                f"{name:31} {seconds:7.3f}s {ratio:5.2f}x ({verdict:6}) "
+                f"{wall:7.3f}s {wall / floor[1]:5.2f}x"
+            )
+        seconds, wall = cold
+        print(
+            f"{'relations (no cache: parses all)':31} {seconds:7.3f}s {seconds / floor[0]:5.2f}x"
+            f" {'':8} {wall:7.3f}s {wall / floor[1]:5.2f}x"
+        )
+        print(f"target: CPU ratio < {TARGET}x (all but the no-cache run)")
     finally:
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)
