@@ -5,6 +5,7 @@ from __future__ import annotations
 from pplx_export.models import SubAgent, Turn, WfPayload, WfStep
 from pplx_export.render.background import background_log, background_payloads, launcher_line
 from pplx_export.render.context import Ctx
+from pplx_export.render.items import is_the_answer
 from pplx_export.render.latex import norm
 from pplx_export.render.plan import plan_block
 from pplx_export.render.steps import novel_steps, render_steps
@@ -58,10 +59,12 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     copies = [p for p in background_payloads(ctx, sub.sub_id) if p.steps]
     primary = copies[0] if copies else wp
     seen = frozenset({id(wp), *(id(c) for c in copies)})
-    parts, conclusion, cited = nested_body(ctx, primary, 0, seen)
+    parts, conclusion, cited = nested_body(ctx, primary, 0, seen, answer=sub.answer)
     shown_md = join_blocks(parts)
     for other in [*copies[1:], wp] if copies else []:
-        more, more_conclusion, more_cited = nested_body(ctx, other, 0, seen, shown_md)
+        more, more_conclusion, more_cited = nested_body(
+            ctx, other, 0, seen, shown_md, answer=sub.answer
+        )
         conclusion = conclusion if conclusion.strip() else more_conclusion
         cited += [c for c in more_cited if c not in cited]
         parts += more
@@ -77,12 +80,20 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
             details(lb.subagent_steps + lb.par(lb.steps_n.format(n=len(extra))), rendered)
         )
     answer = sub.answer if sub.answer.strip() else conclusion
-    if answer.strip():
+    if is_the_answer(ctx, answer):
+        # The run's answer is the turn's final answer (a turn that only waits for its
+        # sub-agent): shown once, in the Answer section.
+        blocks.append(f"**{lb.conclusion}{lb.colon}** *{lb.to_answer}*")
+    elif answer.strip():
         blocks.append(
             f"**{lb.conclusion}{lb.colon}**\n\n"
             + demote(model_links(norm(answer.strip("\n"))), WORK_TOP)
         )
-    if conclusion.strip() and answer.strip() != conclusion.strip():
+    if (
+        conclusion.strip()
+        and answer.strip() != conclusion.strip()
+        and not is_the_answer(ctx, conclusion)
+    ):
         blocks.append(demote(model_links(norm(conclusion.strip("\n"))), WORK_TOP))
     lines = ["- " + link(c.name, c.url) for c in sub.sources if c.url]
     known = set(lines)

@@ -217,6 +217,25 @@ def squash(text: str) -> str:
     return rest.lower()
 
 
+_ASCII_NON_WORD_KEEP_LF = _ASCII_NON_WORD.replace(b"\n", b"")
+_NON_WORD_KEEP_LF = re.compile(r"[^\w\n]+|_")
+
+
+def squash_lines(text: str) -> list[str]:
+    """`squash` of every line of `text`, in one pass over it (the same characters dropped,
+    line breaks kept): a page's atoms for "already shown?" lookups."""
+    if "<" in text:
+        text = _LAYOUT_TAG.sub("", text)
+    kept = text.encode("utf-8", "surrogatepass")
+    rest = kept.translate(None, _ASCII_NON_WORD_KEEP_LF).decode("utf-8", "surrogatepass")
+    if not rest.isascii():
+        for mark in _OWN_MARKS:
+            rest = rest.replace(mark, "")
+        if not rest.isascii():
+            return _NON_WORD_KEEP_LF.sub("", rest).casefold().split("\n")
+    return rest.lower().split("\n")
+
+
 def squashed_on_page(text: str, squashed: str, page: str) -> bool:
     """Cheap sufficient test for `squashed in squash(page)`, where `squashed` is
     `squash(text)` of at least SQUASH_SURE characters: `text` appears on the page verbatim.
