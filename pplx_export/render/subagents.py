@@ -8,6 +8,7 @@ from pplx_export.render.context import Ctx
 from pplx_export.render.items import is_the_answer
 from pplx_export.render.latex import norm
 from pplx_export.render.plan import plan_block
+from pplx_export.render.shown import Shown
 from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.text import (
     WORK_TOP,
@@ -49,14 +50,19 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     if wp.model:
         meta.append(f"{lb.model}: `{wp.model}`")
     blocks = [quote(" · ".join(meta)), launcher_line(ctx, sub.sub_id)]
-    prompt = sub.prompt or wp.prompt
-    if prompt.strip():
-        blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(prompt.strip("\n")))
-    blocks.append(plan_block(ctx, {sub.thread_uuid} - {""}, skip=sub.answer))
     # Two copies of the run exist: the workflow payload in the launching turn (titled steps,
     # may lag) and the background entry's step log (the parser's sub.steps). The payload is
     # shown first; the log adds what the payload lacks (everything, when the payload is empty).
     copies = [p for p in background_payloads(ctx, sub.sub_id) if p.steps]
+    # The copies can word the task differently (the launch's short objective, the run's
+    # own): each distinct wording once.
+    prompts: list[str] = []
+    for prompt in (sub.prompt, wp.prompt, *(c.prompt for c in copies)):
+        if prompt.strip() and prompt not in Shown("\n".join(prompts)):
+            prompts.append(prompt.strip("\n"))
+    if prompts:
+        blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote("\n\n".join(prompts)))
+    blocks.append(plan_block(ctx, {sub.thread_uuid} - {""}, skip=sub.answer))
     primary = copies[0] if copies else wp
     seen = frozenset({id(wp), *(id(c) for c in copies)})
     parts, conclusion, cited = nested_body(ctx, primary, 0, seen, answer=sub.answer)
