@@ -46,14 +46,13 @@ def sources_block(ctx: Ctx, sources: Sequence[Link]) -> str:
 def is_the_answer(ctx: Ctx, text: str) -> bool:
     """`text` is the answer shown elsewhere on the page (`ctx.answer`), up to layout."""
     answer = ctx.answer
-    if not answer.strip():
+    # Copies differ in blank lines or list markers at most: most texts are told apart by
+    # their length alone, before any copy of either is made.
+    if abs(len(text) - len(answer)) > len(answer) // 8 + 16 or not answer.strip():
         return False
     if text.strip() == answer.strip():
         return True
-    # Copies differ in blank lines or list markers at most: compared on letters and digits,
-    # and only when the lengths are close (squashing a long text is not free).
-    if abs(len(text) - len(answer)) > len(answer) // 8 + 16:
-        return False
+    # Then on letters and digits (the answer's squash memoised per thread).
     key = ("squash", answer)
     sq: str | None = ctx.memo.get(key)
     if sq is None:
