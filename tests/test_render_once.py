@@ -15,7 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.models import Conversation, Step, Turn, TurnMeta, WfItem, WfPayload
+from pplx_export.models import (
+    Conversation,
+    Step,
+    SubAgent,
+    Turn,
+    TurnMeta,
+    WfItem,
+    WfPayload,
+)
 from pplx_export.parse.views import TEXT, TODO_LIST, WORKFLOW, attach_views
 from pplx_export.render import render_thread
 from pplx_export.render.context import Ctx
@@ -23,7 +31,14 @@ from pplx_export.render.items import render_todo
 from pplx_export.render.labels import labels_for
 from pplx_export.render.text import squash
 from tests.reading_support import load, rendered, thread_dirs
-from tests.render_samples import T0, computer_conversation, item, text_item, wf_step
+from tests.render_samples import (
+    T0,
+    computer_conversation,
+    item,
+    payload_item,
+    text_item,
+    wf_step,
+)
 
 # Squashed characters: a sentence, not a word or a title that may recur in a heading.
 PARAGRAPH = 24
@@ -242,3 +257,54 @@ def test_a_stub_turn_in_conversation_md_links_its_sub_agent_work() -> None:
     )
     assert "Late helper" in files["turns/turn_0002.md"]
     assert "[its turn file]" not in files["conversation.md"].split("## Turn 2")[0]
+
+
+def test_a_sub_agent_log_step_is_shown_where_it_happened() -> None:
+    """The log's thought lands between the payload steps that ended before and after it,
+    inside the workflow fold, not after every step in a fold of its own."""
+    anchor = {
+        "id": "toolu_T",
+        "headline": "Read the tables",
+        "status": "WORKFLOW_COMPLETED",
+        "objective_chunks": ["Read both tide tables."],
+        "steps": [
+            wf_step("Read Brest", [], completed_at="2035-12-26T00:00:10+00:00"),
+            wf_step("Read Cherbourg", [], completed_at="2035-12-26T00:00:20.5+00:00"),
+        ],
+    }
+    thought = item("WORKFLOW_ITEM_TEXT", "text_payload", {"text": "Brest first, then the port."})
+    late = item("WORKFLOW_ITEM_TEXT", "text_payload", {"text": "Both tables read in full."})
+    sub = SubAgent(
+        sub_id="toolu_T",
+        headline="Read the tables",
+        prompt="Read both tide tables.",
+        steps=[
+            Step(
+                "ASI_TOOL_INPUT",
+                {"workflow_items": [thought], "timestamp": "2035-12-26T00:00:15.000001+00:00"},
+            ),
+            Step("ASI_TOOL_OUTPUT", {"workflow_items": [late]}),  # no time: kept apart
+        ],
+        answer="Tables read.",
+    )
+    turn = Turn(
+        index=1,
+        uuid="t1",
+        query="read the tables",
+        created_us=T0,
+        display_answer="Done.",
+        wf_block={
+            "status": "WORKFLOW_COMPLETED",
+            "steps": [{"id": "toolu_T:workflow", "title": "", "items": [payload_item(anchor)]}],
+        },
+        sub_agents=[sub],
+    )
+    conv = attach_views(
+        Conversation(web_uuid="w-t", mode="computer", turns=[turn], sub_agents={"toolu_T": sub})
+    )
+    page = render_thread(conv)["turns/turn_0001.md"]
+    fold = page[page.index("<summary>Sub-agent workflow") : page.index("</details>")]
+    assert fold.index("Read Brest") < fold.index("Brest first") < fold.index("Read Cherbourg")
+    assert "Both tables read" not in fold
+    assert page.index("</details>") < page.index("Both tables read in full.")
+    assert page.count("Brest first, then the port.") == 1

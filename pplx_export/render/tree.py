@@ -181,7 +181,22 @@ def nested_body(
     shown_md: str | None = None,
     answer: str = "",
 ) -> tuple[list[str], str, list[str]]:
-    """(body parts, conclusion, citation lines) of a nested workflow payload.
+    """(body parts, conclusion, citation lines) of a nested workflow payload (`nested_steps`
+    without the times)."""
+    timed, conclusion, cited = nested_steps(ctx, wp, depth, seen, shown_md, answer)
+    return [text for _, text in timed], conclusion, cited
+
+
+def nested_steps(
+    ctx: Ctx,
+    wp: WfPayload,
+    depth: int,
+    seen: frozenset[int],
+    shown_md: str | None = None,
+    answer: str = "",
+) -> tuple[list[tuple[str, str]], str, list[str]]:
+    """((step time, body part) per shown step, conclusion, citation lines) of a nested
+    workflow payload; the time is the step's end, else its start, else "".
 
     With `shown_md`, items whose content atoms are all already there are left out (a second
     copy of the same run); step titles stay so the outline of the run remains visible.
@@ -192,7 +207,7 @@ def nested_body(
     conclusion = conclusion_of(wp)
     # A text equal to the conclusion shown below the steps points to it instead.
     inner = ctx.with_answer(conclusion if conclusion.strip() else answer, ctx.labels.to_conclusion)
-    parts: list[str] = []
+    parts: list[tuple[str, str]] = []
     cited: list[str] = []
     urls: set[str] = set()
     for step in wp.steps:
@@ -219,7 +234,7 @@ def nested_body(
         if shown is not None and not step_parts and (not label or label in shown):
             continue  # a second copy's step with nothing new
         if label or step_parts:
-            parts.append(join_blocks([label, *step_parts]))
+            parts.append((step.completed_at or step.started_at, join_blocks([label, *step_parts])))
     return parts, conclusion, cited
 
 
