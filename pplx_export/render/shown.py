@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from functools import lru_cache
 
 from pplx_export.models import Step, WfItem, WfPayload
 from pplx_export.parse.views import (
@@ -28,18 +29,43 @@ from pplx_export.parse.views import (
     USER_RESPONSE,
     WORKFLOW,
 )
-from pplx_export.render.text import SQUASH_SURE, squash, squash_lines
+from pplx_export.render.text import (
+    LAYOUT_TAGS,
+    SQUASH_SURE,
+    TAG_HEADS,
+    TAG_TAILS,
+    squash,
+    squash_lines,
+    squashed_on_page,
+)
 
 # `[Label](pplx://…)` reads as `**Label**` on the page (text.model_links): the link target
 # is not content (the fidelity check drops it the same way).
 _PPLX_LINK = re.compile(r"\]\(pplx://[^)]*\)")
+_LONGEST_TAG = max(len(t) for t in LAYOUT_TAGS)
 
 
+@lru_cache(maxsize=8192)
 def atom(line: str) -> str:
-    """One line of content as compared: letters and digits only, app-only links dropped."""
+    """One line of content as compared: letters and digits only, app-only links dropped.
+    Cached: the same lines are checked against every copy of a run and every turn."""
     if "pplx://" in line:
         line = _PPLX_LINK.sub("]", line)
     return squash(line)
+
+
+def _word_on_page(word: str, md: str) -> bool:
+    """`word` occurs in `md` with no word character on either side: the regex
+    `(?<!\\w)word(?!\\w)` without compiling one per word (`str.isalnum` or `_` is `\\w`)."""
+    at = md.find(word)
+    end = len(md)
+    while at >= 0:
+        after = at + len(word)
+        before_ok = at == 0 or not (md[at - 1].isalnum() or md[at - 1] == "_")
+        if before_ok and (after == end or not (md[after].isalnum() or md[after] == "_")):
+            return True
+        at = md.find(word, at + 1)
+    return False
 
 
 class Shown:
@@ -63,16 +89,29 @@ class Shown:
         return self._lines
 
     def has(self, line: str) -> bool:
+        word = line.strip()
+        if not word:
+            return True
+        # The line itself on the page as a whole word (C substring scans) settles most
+        # checks with no squashing at all: longer than any layout tag and not cut at one, it
+        # passes both rules below (an app-only link is rewritten on the page: not here).
+        if (
+            len(word) > _LONGEST_TAG
+            and "pplx://" not in word
+            and not word.startswith(TAG_TAILS)
+            and not word.endswith(TAG_HEADS)
+            and _word_on_page(word, self.md)
+        ):
+            return True
         sq = atom(line)
         if not sq:
             return True
         if len(sq) >= SQUASH_SURE:
+            # The squashed page is made on the first atom not found verbatim.
+            if squashed_on_page(word, sq, self.md):
+                return True
             return sq in self._index() or sq in self._flat
-        word = line.strip()
-        if word not in self.md:  # a plain substring test first: the regex scans the page
-            return False
-        pattern = r"(?<!\w)" + re.escape(word) + r"(?!\w)"
-        return re.search(pattern, self.md) is not None
+        return _word_on_page(word, self.md)
 
     def covers(self, texts: Iterable[str]) -> bool:
         """Every line of every text is on the page (nothing to show counts as shown)."""

@@ -188,8 +188,8 @@ _NON_WORD = re.compile(r"[\W_]+")
 LAYOUT_TAGS = ("<details>", "</details>", "<summary>", "</summary>", "<br>", "</br>")
 _LAYOUT_TAG = re.compile("|".join(re.escape(t) for t in LAYOUT_TAGS))
 # The layout tags cut at every inner position.
-_TAG_HEADS = tuple(sorted({t[:i] for t in LAYOUT_TAGS for i in range(1, len(t))}))
-_TAG_TAILS = tuple(sorted({t[i:] for t in LAYOUT_TAGS for i in range(1, len(t))}))
+TAG_HEADS = tuple(sorted({t[:i] for t in LAYOUT_TAGS for i in range(1, len(t))}))
+TAG_TAILS = tuple(sorted({t[i:] for t in LAYOUT_TAGS for i in range(1, len(t))}))
 SQUASH_SURE = 8  # squashed characters: more than fit inside a layout tag
 # Every ASCII byte that is not a letter or digit: what `_NON_WORD` removes from ASCII text.
 _ASCII_NON_WORD = bytes(b for b in range(128) if not chr(b).isalnum())
@@ -248,6 +248,6 @@ def squashed_on_page(text: str, squashed: str, page: str) -> bool:
     return (
         len(squashed) >= SQUASH_SURE
         and text in page
-        and not text.startswith(_TAG_TAILS)
-        and not text.endswith(_TAG_HEADS)
+        and not text.startswith(TAG_TAILS)
+        and not text.endswith(TAG_HEADS)
     )
