@@ -25,6 +25,9 @@ class Ctx:
     # not repeated inside the work process.
     answer: str = ""
     locked_reason: str = ""
+    # What a workflow text equal to `answer` shows instead (a one-line pointer to where the
+    # answer is: the turn's Answer section, a run's conclusion below its steps).
+    pointer: str = ""
     # Results several renderers repeat for one thread (plan goals by entry uuid, answer
     # Markdown), computed once per render_thread call and shared by every copy of this
     # context. Pure functions of `conv`.
@@ -37,18 +40,24 @@ class Ctx:
     def sub_map(self) -> dict[str, SubAgent]:
         return self.conv.sub_agents
 
-    def with_answer(self, answer: str) -> Ctx:
+    def with_answer(self, answer: str, pointer: str = "") -> Ctx:
         # Direct construction: dataclasses.replace costs ten times as much, per nested block.
-        return Ctx(self.labels, self.conv, answer, self.locked_reason, self.memo, self.flavor)
+        return Ctx(
+            self.labels, self.conv, answer, self.locked_reason, pointer, self.memo, self.flavor
+        )
 
     def with_locked_reason(self, locked_reason: str) -> Ctx:
-        return Ctx(self.labels, self.conv, self.answer, locked_reason, self.memo, self.flavor)
+        return Ctx(
+            self.labels, self.conv, self.answer, locked_reason, self.pointer, self.memo, self.flavor
+        )
 
     def with_turn(self, answer: str, locked_reason: str) -> Ctx:
-        return Ctx(self.labels, self.conv, answer, locked_reason, self.memo, self.flavor)
-
-    def content_only(self) -> Ctx:
-        """The same context with every label blank: renders content without decoration."""
         return Ctx(
-            self.labels.blank, self.conv, self.answer, self.locked_reason, self.memo, self.flavor
+            self.labels,
+            self.conv,
+            answer,
+            locked_reason,
+            self.labels.to_answer,
+            self.memo,
+            self.flavor,
         )

@@ -255,8 +255,8 @@ _NON_WORD = re.compile(r"[\W_]+")
 LAYOUT_TAGS = ("<details>", "</details>", "<summary>", "</summary>", "<br>", "</br>", "[!note]-")
 _LAYOUT_TAG = re.compile("|".join(re.escape(t) for t in LAYOUT_TAGS))
 # The layout tags cut at every inner position.
-_TAG_HEADS = tuple(sorted({t[:i] for t in LAYOUT_TAGS for i in range(1, len(t))}))
-_TAG_TAILS = tuple(sorted({t[i:] for t in LAYOUT_TAGS for i in range(1, len(t))}))
+TAG_HEADS = tuple(sorted({t[:i] for t in LAYOUT_TAGS for i in range(1, len(t))}))
+TAG_TAILS = tuple(sorted({t[i:] for t in LAYOUT_TAGS for i in range(1, len(t))}))
 SQUASH_SURE = 8  # squashed characters: more than fit inside a layout tag
 # Every ASCII byte that is not a letter or digit: what `_NON_WORD` removes from ASCII text.
 _ASCII_NON_WORD = bytes(b for b in range(128) if not chr(b).isalnum())
@@ -284,6 +284,25 @@ def squash(text: str) -> str:
     return rest.lower()
 
 
+_ASCII_NON_WORD_KEEP_LF = _ASCII_NON_WORD.replace(b"\n", b"")
+_NON_WORD_KEEP_LF = re.compile(r"[^\w\n]+|_")
+
+
+def squash_lines(text: str) -> list[str]:
+    """`squash` of every line of `text`, in one pass over it (the same characters dropped,
+    line breaks kept): a page's atoms for "already shown?" lookups."""
+    if "<" in text:
+        text = _LAYOUT_TAG.sub("", text)
+    kept = text.encode("utf-8", "surrogatepass")
+    rest = kept.translate(None, _ASCII_NON_WORD_KEEP_LF).decode("utf-8", "surrogatepass")
+    if not rest.isascii():
+        for mark in _OWN_MARKS:
+            rest = rest.replace(mark, "")
+        if not rest.isascii():
+            return _NON_WORD_KEEP_LF.sub("", rest).casefold().split("\n")
+    return rest.lower().split("\n")
+
+
 def squashed_on_page(text: str, squashed: str, page: str) -> bool:
     """Cheap sufficient test for `squashed in squash(page)`, where `squashed` is
     `squash(text)` of at least SQUASH_SURE characters: `text` appears on the page verbatim.
@@ -296,6 +315,6 @@ def squashed_on_page(text: str, squashed: str, page: str) -> bool:
     return (
         len(squashed) >= SQUASH_SURE
         and text in page
-        and not text.startswith(_TAG_TAILS)
-        and not text.endswith(_TAG_HEADS)
+        and not text.startswith(TAG_TAILS)
+        and not text.endswith(TAG_HEADS)
     )
