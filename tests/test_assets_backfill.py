@@ -175,5 +175,9 @@ def test_fetch_blocks_completes_an_archive_of_the_earlier_tool(env: E2E) -> None
     stored = json.loads((thread_dir / "raw_blocks.json").read_text("utf-8"))
     assert redacted(stored) == redacted(served_raw(env.emu, EBIKE_UUID, schematized=True))
     assert all(v["downloaded_to"] for v in _downloadable(thread_dir))
-    assert (thread_dir / "conversation.md").read_text("utf-8") == conversation
+    # The same page, but its file list now links the download it reported missing.
+    now = (thread_dir / "conversation.md").read_text("utf-8")
+    assert now.split("\n## Files\n")[0] == conversation.split("\n## Files\n")[0]
+    assert "not downloaded yet" in conversation.split("\n## Files\n")[1]
+    assert "not downloaded yet" not in now.split("\n## Files\n")[1]
     assert env.state()[EBIKE_UUID]["status"] == "ok"

@@ -86,7 +86,7 @@ def test_computer_turn_work_process() -> None:
     assert f"## Work process (steps: 6 · WORKFLOW_AWAITING_NEXT_STEPS · {EN.tag_limit})" in turn
     assert "### Step 1\n\n> Let me plan." in turn
     assert "### Step 2 · Run script (`bash`) — 2035-12-26 00:00:12 → 2035-12-26 00:00:13" in turn
-    assert "````\necho ```\n````" in turn
+    assert "````bash\necho ```\n````" in turn
     assert "`````\nout ```` here\n`````" in turn
     # mapped sub-agent: heading tag from the sub-agent's own status, prompt, steps, citations
     assert f"### Step 3 · 🤖 Sub-agent: Collect tide tables · {EN.tag_limit}" in turn

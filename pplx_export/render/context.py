@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pplx_export.models import Conversation, SubAgent
+from pplx_export.render.files import NO_FILES, Files
 from pplx_export.render.labels import Labels
 
 # Nested workflows deeper than this render a placeholder. Real payloads nest two or three
@@ -28,6 +29,10 @@ class Ctx:
     # Markdown), computed once per render_thread call and shared by every copy of this
     # context. Pure functions of `conv`.
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    # The thread's files as the archive holds them (render never reads the disk), and the
+    # page being rendered (relative to the thread directory), which links are relative to.
+    files: Files = NO_FILES
+    page: str = "conversation.md"
 
     @property
     def sub_map(self) -> dict[str, SubAgent]:
@@ -35,14 +40,31 @@ class Ctx:
 
     def with_answer(self, answer: str) -> Ctx:
         # Direct construction: dataclasses.replace costs ten times as much, per nested block.
-        return Ctx(self.labels, self.conv, answer, self.locked_reason, self.memo)
+        return Ctx(
+            self.labels, self.conv, answer, self.locked_reason, self.memo, self.files, self.page
+        )
 
     def with_locked_reason(self, locked_reason: str) -> Ctx:
-        return Ctx(self.labels, self.conv, self.answer, locked_reason, self.memo)
+        return Ctx(
+            self.labels, self.conv, self.answer, locked_reason, self.memo, self.files, self.page
+        )
 
     def with_turn(self, answer: str, locked_reason: str) -> Ctx:
-        return Ctx(self.labels, self.conv, answer, locked_reason, self.memo)
+        return Ctx(self.labels, self.conv, answer, locked_reason, self.memo, self.files, self.page)
+
+    def with_page(self, page: str) -> Ctx:
+        return Ctx(
+            self.labels, self.conv, self.answer, self.locked_reason, self.memo, self.files, page
+        )
 
     def content_only(self) -> Ctx:
         """The same context with every label blank: renders content without decoration."""
-        return Ctx(self.labels.blank, self.conv, self.answer, self.locked_reason, self.memo)
+        return Ctx(
+            self.labels.blank,
+            self.conv,
+            self.answer,
+            self.locked_reason,
+            self.memo,
+            self.files,
+            self.page,
+        )

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pplx_export.models import AppendixItem
 from pplx_export.render.background import background_log, launcher_line
 from pplx_export.render.context import Ctx
-from pplx_export.render.page import front_matter, nav_line
+from pplx_export.render.files import file_line
+from pplx_export.render.page import front_matter, nav_line, turn_file
 from pplx_export.render.plan import plan_block
-from pplx_export.render.text import finish, join_blocks, one_line, quote, step_time
+from pplx_export.render.text import finish, join_blocks, link, one_line, quote, step_time
 from pplx_export.render.tree import nested
 from pplx_export.render.turn import linked_answer, turn_heading
 
@@ -79,4 +80,19 @@ def render_conversation(ctx: Ctx) -> str:
             linked_answer(ctx, turn, inline=True, top=4),
         ]
     blocks.append(appendix(ctx))
+    blocks.append(thread_files(ctx))
     return finish(join_blocks(blocks))
+
+
+def thread_files(ctx: Ctx) -> str:
+    """`## Files`: every file of the thread, each with a link to the turn that made it."""
+    if not ctx.files:
+        return ""
+    lb = ctx.labels
+    turns = {t.uuid: t.index for t in ctx.conv.turns if t.uuid}
+    lines = []
+    for f in ctx.files.items:
+        n = turns.get(f.entry_uuid)
+        where = link(f"{lb.turn} {n}", turn_file(n)) if n is not None else ""
+        lines.append(file_line(lb, f, ctx.page, where))
+    return join_blocks([f"## {lb.files}", "\n".join(lines)])

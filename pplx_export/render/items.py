@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from pplx_export.models import Link, WfItem
 from pplx_export.render.context import Ctx
+from pplx_export.render.files import shared_lines
 from pplx_export.render.latex import norm
 from pplx_export.render.text import (
     WORK_TOP,
@@ -59,20 +60,31 @@ def render_text(ctx: Ctx, item: WfItem) -> str:
         return quote(demote(norm(text.strip("\n")), WORK_TOP))
     header = tp.header
     if header:
-        # Headed monospace text (tool output) is folded in the web UI.
+        # Headed monospace text (tool output) is folded in the web UI; a tool's input is the
+        # code it ran, verbatim, whatever `is_mono` says.
+        verbatim = tp.is_mono or bool(tp.code) or header == "Output"
         return details(
-            summary_text(header),
-            fenced(text) if tp.is_mono or header == "Output" else norm(text),
+            summary_text(_header_label(ctx, header)),
+            fenced(text, tp.code) if verbatim else norm(text),
         )
-    if tp.is_mono:
-        return fenced(text)
+    if tp.is_mono or tp.code:
+        return fenced(text, tp.code)
     return demote(model_links(norm(text)), WORK_TOP)
+
+
+def _header_label(ctx: Ctx, header: str) -> str:
+    """The web UI's fold headers in the page's language (others as they are)."""
+    known = {"Output": ctx.labels.output, "Input": ctx.labels.input_}
+    return known.get(header, header)
 
 
 def render_sources(ctx: Ctx, item: WfItem) -> str:
     text = item.text.text
     parts = [text.strip("\n")] if text.strip() else []
     parts.append(sources_block(ctx, item.sources))
+    if item.asset_uuids:
+        # The files a step shared (`share_file`), linked where they were produced.
+        parts.append(shared_lines(ctx.labels, ctx.files, item.asset_uuids, ctx.page))
     return join_blocks(parts)
 
 

@@ -115,6 +115,15 @@ class Labels:
     nav_open: str
     nav_conversation: str
     artifact_file: str
+    # generated files
+    files: str
+    file_inline: str
+    file_expired: str
+    file_no_channel: str
+    file_not_downloaded: str
+    file_unlisted: str
+    shared_files: str
+    input_: str
 
     @cached_property
     def blank(self) -> Labels:
@@ -237,6 +246,14 @@ EN = Labels(
     nav_open="Open on perplexity.ai",
     nav_conversation="Conversation",
     artifact_file="Artifact file",
+    files="Files",
+    file_inline="inline",
+    file_expired="not downloaded: expired (the platform no longer serves it)",
+    file_no_channel="not downloaded: no download channel (a file of the cloud workspace)",
+    file_not_downloaded="not downloaded yet (`pplx-export assets-backfill --online` fetches it)",
+    file_unlisted="not among the thread's files",
+    shared_files="Shared files",
+    input_="Input",
 )
 
 ZH = Labels(
@@ -331,6 +348,14 @@ ZH = Labels(
     nav_open="在 perplexity.ai 打开",
     nav_conversation="对话",
     artifact_file="产物文件",
+    files="文件",
+    file_inline="内联",
+    file_expired="未下载：已过期（平台不再提供）",
+    file_no_channel="未下载：无下载通道（云端工作区文件）",
+    file_not_downloaded="尚未下载（`pplx-export assets-backfill --online` 可获取）",
+    file_unlisted="不在本线程的文件列表中",
+    shared_files="共享文件",
+    input_="输入",
 )
 
 CATALOGS = MappingProxyType({"en": EN, "zh": ZH})

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from pplx_export.models import CouncilModel, Step
 from pplx_export.render.context import Ctx
+from pplx_export.render.files import relative
 from pplx_export.render.items import source_lines
 from pplx_export.render.shown import Shown
 from pplx_export.render.text import (
@@ -110,7 +111,10 @@ def render_step(ctx: Ctx, step: Step) -> str:
     if kind == "RESEARCH_ANSWER":
         line = f"**{lb.research_report}**: {one_line(b.title)}"
         extra = [f"`{b.file_name}`"] if b.file_name else []
-        if b.url:
+        if ctx.conv.report is not None:
+            # The archived report, not the signed URL (it expires).
+            extra.append(link(lb.report_title, relative("report.md", ctx.page)))
+        elif b.url:
             extra.append(link(b.url, b.url))
         return line + (" — " + " · ".join(extra) if extra else "")
     if kind == "CODE":

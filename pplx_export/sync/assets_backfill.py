@@ -204,7 +204,7 @@ def _offline_one(thread_dir: Path, result: AssetsResult) -> None:
     names = asset_files.inline_file_names(assets)
     for a in asset_files.inline_assets(assets):
         rel = f"{asset_files.FILES_DIR}/{names[id(a)]}"
-        if write_if_changed(thread_dir / rel, a.inline_content, durable=True):
+        if write_if_changed(thread_dir / rel, asset_files.inline_text(a), durable=True):
             result.inline_written += 1
         a.downloaded_to = rel
     old = asset_files.load_manifest(thread_dir)
