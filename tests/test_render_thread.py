@@ -74,7 +74,7 @@ def test_search_thread() -> None:
 def test_empty_query_and_answer_placeholders() -> None:
     files = render_thread(computer_conversation(), "zh")
     assert (
-        "## Turn 2 — 2035-12-26 00:01 UTC\n\n### Query\n\n(空)\n\n### Answer\n\n(无)"
+        "## 轮次 2 — 2035-12-26 00:01 UTC\n\n### 提问\n\n（空）\n\n### 回答\n\n（无）"
         in files["conversation.md"]
     )
     en = render_thread(computer_conversation())

@@ -16,13 +16,13 @@ from pplx_export.render.turn import linked_answer, turn_heading
 def header(ctx: Ctx) -> str:
     lb, conv = ctx.labels, ctx.conv
     facts = [
-        f"{lb.mode}: {conv.mode}",
-        f"{lb.author}: {conv.author}",
-        f"{lb.turns}: {len(conv.turns)}",
-        f"{lb.citations}: {len(conv.citations)}",
+        f"{lb.mode}{lb.sep}{conv.mode}",
+        f"{lb.author}{lb.sep}{conv.author}",
+        f"{lb.turns}{lb.sep}{len(conv.turns)}",
+        f"{lb.citations}{lb.sep}{len(conv.citations)}",
     ]
     if conv.space is not None and conv.space.title:
-        facts.append(f"{lb.space}: {one_line(conv.space.title)}")
+        facts.append(f"{lb.space}{lb.sep}{one_line(conv.space.title)}")
     title = one_line(conv.title) or lb.untitled
     return join_blocks(
         [
@@ -37,16 +37,16 @@ def header(ctx: Ctx) -> str:
 def appendix_item(ctx: Ctx, item: AppendixItem) -> str:
     lb = ctx.labels
     wp = item.payload
-    facts = [f"{lb.status}: `{wp.status or lb.unknown}`"]
+    facts = [f"{lb.status}{lb.sep}`{wp.status or lb.unknown}`"]
     tag = lb.tag(wp.status, item.locked_reason)
     if tag:
         facts.append(tag)
     if item.locked_reason:
-        facts.append(f"locked_reason: `{item.locked_reason}`")
+        facts.append(f"locked_reason{lb.sep}`{item.locked_reason}`")
     start = step_time(wp.started_at)
     end = step_time(wp.completed_at or item.updated)
     if start or end:
-        facts.append(f"{lb.time}: {start or '?'} → {end or '?'}")
+        facts.append(f"{lb.time}{lb.sep}{start or '?'} → {end or '?'}")
     block = nested(ctx, wp, 0, frozenset({id(wp)}), lb.background_task, item.locked_reason)
     return join_blocks(
         [

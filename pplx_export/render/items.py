@@ -112,9 +112,12 @@ def render_todo(ctx: Ctx, item: WfItem) -> str:
         desc = d.description.strip()
         action = d.action.removeprefix("TODO_DIFF_").lower()
         if desc or action:
-            changes.append(f"- {action}: {desc}" + (f" → `{d.new_status}`" if d.new_status else ""))
+            changes.append(
+                f"- {action}{ctx.labels.sep}{desc}"
+                + (f" → `{d.new_status}`" if d.new_status else "")
+            )
     if changes:
-        lines += ["", f"*{ctx.labels.todo_changes}:*", "", *changes]
+        lines += ["", f"*{ctx.labels.todo_changes}{ctx.labels.colon}*", "", *changes]
     return "\n".join(lines).rstrip()
 
 
@@ -152,7 +155,8 @@ def render_user_questions(ctx: Ctx, item: WfItem) -> str:
             )
             if on
         ]
-        lines = [f"{n}. **{name}**" + (f" *({', '.join(flags)})*" if flags else "")]
+        aside = lb.par(", ".join(flags)).strip()
+        lines = [f"{n}. **{name}**" + (f" *{aside}*" if flags else "")]
         for opt in field.options:
             otitle = opt.title.strip()
             desc = opt.description.strip()

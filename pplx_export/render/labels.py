@@ -33,6 +33,7 @@ class Labels:
     turn: str
     query: str
     answer: str
+    model_answer: str  # a council model's or a nested run's answer, as a bold label
     empty: str
     none: str
     plan: str
@@ -55,6 +56,9 @@ class Labels:
     subagent_steps: str
     subagent_payload_steps: str
     conclusion: str
+    subagent_conclusion: str
+    subagent_sources: str
+    cited: str  # the citations trailer of a nested workflow
     sources: str
     status: str
     unknown: str
@@ -162,6 +166,7 @@ EN = Labels(
     turn="Turn",
     query="Query",
     answer="Answer",
+    model_answer="Answer",
     empty="(empty)",
     none="(none)",
     plan="Plan",
@@ -188,6 +193,9 @@ EN = Labels(
     subagent_steps="Sub-agent work process",
     subagent_payload_steps="Sub-agent workflow",
     conclusion="Conclusion",
+    subagent_conclusion="Conclusion",
+    subagent_sources="Sources",
+    cited="Sources",
     sources="Sources",
     status="Status",
     unknown="unknown",
@@ -268,11 +276,12 @@ ZH = Labels(
     citations="引文",
     citations_n="引文 {n}",
     space="空间",
-    turn="Turn",
-    query="Query",
-    answer="Answer",
-    empty="(空)",
-    none="(无)",
+    turn="轮次",
+    query="提问",
+    answer="回答",
+    model_answer="答案",
+    empty="（空）",
+    none="（无）",
     plan="计划",
     work_process="工作过程",
     steps_n="{n} 步骤",
@@ -291,6 +300,9 @@ ZH = Labels(
     subagent_steps="子代理工作过程",
     subagent_payload_steps="子代理工作流",
     conclusion="结论",
+    subagent_conclusion="子代理结论",
+    subagent_sources="子代理引文",
+    cited="引文",
     sources="来源",
     status="状态",
     unknown="未知",

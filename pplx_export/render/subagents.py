@@ -10,6 +10,7 @@ from pplx_export.render.plan import plan_block
 from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.text import (
     WORK_TOP,
+    bold,
     demote,
     details,
     join_blocks,
@@ -42,11 +43,11 @@ def sub_id(step: WfStep, wp: WfPayload) -> str:
 def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     """Prompt, plan, work process, conclusion and citations of a mapped sub-agent."""
     lb = ctx.labels
-    meta = [f"{lb.run_id}: `{sub.sub_id}`"]
+    meta = [f"{lb.run_id}{lb.sep}`{sub.sub_id}`"]
     if sub.status:
-        meta.append(f"{lb.status}: `{sub.status}`")
+        meta.append(f"{lb.status}{lb.sep}`{sub.status}`")
     if wp.model:
-        meta.append(f"{lb.model}: `{wp.model}`")
+        meta.append(f"{lb.model}{lb.sep}`{wp.model}`")
     blocks = [quote(" · ".join(meta)), launcher_line(ctx, sub.sub_id)]
     prompt = sub.prompt or wp.prompt
     if prompt.strip():
@@ -79,7 +80,7 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     answer = sub.answer if sub.answer.strip() else conclusion
     if answer.strip():
         blocks.append(
-            f"**{lb.conclusion}{lb.colon}**\n\n"
+            f"**{lb.subagent_conclusion}{lb.colon}**\n\n"
             + demote(model_links(norm(answer.strip("\n"))), WORK_TOP)
         )
     if conclusion.strip() and answer.strip() != conclusion.strip():
@@ -88,7 +89,7 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     known = set(lines)
     lines += [c for c in cited if c not in known]
     if lines:
-        blocks.append(details(lb.sources + lb.par(str(len(lines))), "\n".join(lines)))
+        blocks.append(details(lb.subagent_sources + lb.par(str(len(lines))), "\n".join(lines)))
     return blocks
 
 
@@ -126,7 +127,7 @@ def render_subagent_step(ctx: Ctx, i: int, step: WfStep) -> str:
             continue
         if wpi is not None and wpi.is_anchor and wpi.id in ctx.sub_map:
             other = ctx.sub_map[wpi.id]
-            blocks.append(f"**{lb.subagent}: {one_line(other.headline)}**")
+            blocks.append(bold(f"{lb.subagent}{lb.sep}{one_line(other.headline)}"))
             blocks += _sub_body(ctx, other, wpi)
             continue
         blocks.append(render_item(ctx, item))
