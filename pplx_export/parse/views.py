@@ -105,14 +105,16 @@ def code_language(step: dict[str, Any]) -> str:
     return "text" if as_str(step.get("icon")) in _CODE_ICONS else ""
 
 
-def _code_of(kind: str, variant: str, header: str, code: str) -> str:
-    """TextPayload.code: a tool's `Input`, or the unheaded text of a code step, is code
-    (a shell script read as Markdown turns its comments into headings)."""
-    if kind != TEXT or variant in ("answer", "thought", "thinking"):
+def _code_of(kind: str, text: str, is_mono: bool, variant: str, header: str, code: str) -> str:
+    """TextPayload.code: a tool's `Input`, a script (`#!`), or the monospace text of a code
+    step is code, whatever `is_mono` says (a shell script read as Markdown turns its
+    comments into headings). The plain text of a code step is not: it is the step's own
+    words ("Running command:"), the command follows in monospace."""
+    if kind != TEXT or variant in ("answer", "thought", "thinking") or header == "Output":
         return ""
-    if header == "Input":
+    if header == "Input" or text.startswith("#!"):
         return code or "text"
-    return code if not header else ""
+    return code if not header and is_mono else ""
 
 
 def _cell(value: Any) -> str:
@@ -252,12 +254,10 @@ class Builder:
             tp = as_dict(payload.get("text_payload"))
             variant = as_str(tp.get("variant")) or as_str(item.get("variant"))
             header = as_str(tp.get("header"))
+            text = chunks_text(tp)
+            is_mono = bool(tp.get("is_mono"))
             view.text = TextPayload(
-                chunks_text(tp),
-                variant,
-                header,
-                bool(tp.get("is_mono")),
-                _code_of(kind, variant, header, code),
+                text, variant, header, is_mono, _code_of(kind, text, is_mono, variant, header, code)
             )
             if kind == SOURCES:
                 sp = as_dict(payload.get("sources_payload"))

@@ -11,6 +11,7 @@ from pplx_export.models import Link, WfItem
 from pplx_export.render.context import Ctx
 from pplx_export.render.files import shared_lines
 from pplx_export.render.latex import norm
+from pplx_export.render.page import turn_file
 from pplx_export.render.text import (
     WORK_TOP,
     bold,
@@ -82,10 +83,27 @@ def render_sources(ctx: Ctx, item: WfItem) -> str:
     text = item.text.text
     parts = [text.strip("\n")] if text.strip() else []
     parts.append(sources_block(ctx, item.sources))
-    if item.asset_uuids:
+    if item.asset_uuids and not _with_the_answer(ctx, item):
         # The files a step shared (`share_file`), linked where they were produced.
         parts.append(shared_lines(ctx.labels, ctx.files, item.asset_uuids, ctx.page))
     return join_blocks(parts)
+
+
+def _with_the_answer(ctx: Ctx, item: WfItem) -> bool:
+    """The files attached to the turn's answer (an `answer` SOURCES item) whose turn file is
+    this page: the page lists them under the answer (`## Files`), not in the work process."""
+    if item.text.variant != "answer":
+        return False
+    turns = {t.uuid: t.index for t in ctx.conv.turns if t.uuid}
+    for uuid in item.asset_uuids:
+        found = ctx.files.by_uuid.get(uuid)
+        if not found:
+            return False
+        for f in found:
+            n = turns.get(f.entry_uuid)
+            if n is None or turn_file(n) != ctx.page:
+                return False
+    return True
 
 
 def render_queries(ctx: Ctx, item: WfItem) -> str:

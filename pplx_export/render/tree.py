@@ -151,10 +151,33 @@ def step_label(step: WfStep, lb: Labels) -> str:
     return label
 
 
+def _kind_title(lb: Labels, step: WfStep) -> str:
+    """A title for a step that has none, from what it holds: a step of thoughts reads
+    `Thinking`, a step of answer text `Answer text` (a bare `### Step 3` says nothing)."""
+    kinds = {
+        item.text.variant if item.kind == TEXT else item.kind
+        for item in step.items
+        if item.kind != TEXT or item.text.text.strip()
+    }
+    if kinds and kinds <= {"thought", "thinking"}:
+        return lb.thinking
+    if kinds == {"answer"}:
+        return lb.intermediate_answer
+    for item in step.items:
+        if item.kind == WORKFLOW and item.workflow is not None:
+            return one_line(item.workflow.headline) or lb.nested
+        named = {USER_QUESTIONS: lb.asked_user, TODO_LIST: lb.task_list, QUERIES: lb.searching}
+        if item.kind in named:
+            return named[item.kind]
+    return ""
+
+
 def step_heading(ctx: Ctx, i: int, step: WfStep, title: str = "") -> str:
     """`### Step i · title (`tool`) — start → end · tag`."""
     lb = ctx.labels
     title = title or one_line(step.title)
+    if not title and not step.tool_name:
+        title = _kind_title(lb, step)
     head = f"### {lb.step} {i}" + (f" · {title}" if title else "")
     if step.tool_name:
         head += lb.par(f"`{step.tool_name}`")
