@@ -176,7 +176,9 @@ def step_heading(ctx: Ctx, i: int, step: WfStep, title: str = "") -> str:
     """`### Step i · title (`tool`) — start → end · tag`."""
     lb = ctx.labels
     title = title or one_line(step.title)
-    if not title and not step.tool_name:
+    if not title and step.tool_name == "share_file":
+        title = lb.shared_files
+    elif not title and not step.tool_name:
         title = _kind_title(lb, step)
     head = f"### {lb.step} {i}" + (f" · {title}" if title else "")
     if step.tool_name:
