@@ -104,6 +104,10 @@ def test_expired_links_are_revived_through_fresh_urls(env: E2E) -> None:
     assert bg["downloaded_to"] == "assets/files/range_table.pdf"
     assert (ebike / bg["downloaded_to"]).read_bytes().startswith(b"%PDF")
     assert leftover_temp_files(env.out) == []
+    # The pages were rendered again: they link the downloads, none says "not downloaded".
+    pages = (ebike / "conversation.md").read_text("utf-8")
+    assert "](assets/files/range_table.pdf) · v1 · " in pages
+    assert "not downloaded yet" not in pages
 
     # Re-render keeps what the backfill recorded; a rerun asks nothing.
     before = (ebike / MANIFEST).read_bytes()
