@@ -25,10 +25,11 @@ MARKER = re.compile(r"\[\d{1,3}\]")
 THREAD_PAGE = re.compile(r"(conversation|sources|report)\.md|turns/turn_\d{4,}\.md")
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("demo") / "archive"
-    run_demo(root, quiet=True, progress=False)
+@pytest.fixture(scope="module", params=["en", "zh"])
+def demo(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """The demo archive, rendered with English and with Chinese labels."""
+    root = tmp_path_factory.mktemp(f"demo-{request.param}") / "archive"
+    run_demo(root, lang=request.param, quiet=True, progress=False)
     return root
 
 
