@@ -84,7 +84,8 @@ def render_turn(ctx: Ctx, turn: Turn) -> str:
         f"## {lb.answer}",
         shown_answer,
     ]
-    blocks.append(turn_files(ctx, turn, join_blocks(blocks)))
+    if ctx.files.of_entry(turn.uuid):  # most turns made no file: no need to join the page
+        blocks.append(turn_files(ctx, turn, join_blocks(blocks)))
     cites = turn_cites(ctx, turn)
     if cites:
         blocks += [
