@@ -25,7 +25,7 @@ from pplx_export.models import (
 )
 from pplx_export.parse.assets import collect_assets
 from pplx_export.parse.views import attach_views, item_view, step_view
-from pplx_export.render import render_thread
+from pplx_export.render import OBSIDIAN, render_thread
 from pplx_export.render.context import Ctx
 from pplx_export.render.files import human_size, inline_file_text
 from pplx_export.render.items import render_todo
@@ -76,7 +76,7 @@ def files_of(*files: LocalFile, entry: str = "e1") -> list[LocalFile]:
 
 def test_a_share_file_step_links_what_it_shared_with_version_and_size() -> None:
     conv = computer([share_step("u-png", "u-doc")])
-    turn = render_thread(conv, "en", files_of(PNG, DOCX))["turns/turn_0001.md"]
+    turn = render_thread(conv, "en", local=files_of(PNG, DOCX))["turns/turn_0001.md"]
     assert "### Step 1 · Shared files (`share_file`)" in turn  # not an empty heading
     assert "- [Build times](../assets/files/Build_times.png) · v1 · 73 B" in turn
     assert "  ![Build times](../assets/files/Build_times.png)" in turn  # images embedded
@@ -91,7 +91,7 @@ def test_a_share_file_step_links_what_it_shared_with_version_and_size() -> None:
 def test_files_not_shared_by_a_step_are_listed_under_the_turn_with_why_they_are_missing() -> None:
     conv = computer([wf_step("Work", [text_item("working")])])
     local = files_of(PNG, GONE, HANDLE, LATER)
-    turn = render_thread(conv, "en", local)["turns/turn_0001.md"]
+    turn = render_thread(conv, "en", local=local)["turns/turn_0001.md"]
     section = turn.split("## Files\n\n")[1]
     assert section.splitlines()[0] == "- [Build times](../assets/files/Build_times.png) · v1 · 73 B"
     assert f"- table.pdf · v1 · {EN.file_expired}" in section
@@ -105,7 +105,7 @@ def test_files_not_shared_by_a_step_are_listed_under_the_turn_with_why_they_are_
 def test_conversation_lists_every_file_with_the_turn_that_made_it() -> None:
     conv = computer([share_step("u-png")])
     local = [*files_of(PNG), LocalFile("u-x", "orphan.csv", path="assets/files/orphan.csv", size=5)]
-    md = render_thread(conv, "en", local)["conversation.md"]
+    md = render_thread(conv, "en", local=local)["conversation.md"]
     files = md.split("## Files\n\n")[1]
     assert (
         "- [Build times](assets/files/Build_times.png) · v1 · 73 B · [Turn 1](turns/turn_0001.md)"
@@ -127,7 +127,7 @@ def test_files_attached_to_the_answer_are_shown_under_the_answer_not_as_a_bare_s
         ]
     )
     conv.turns[0].workflow.steps[1].items[1].text.variant = "answer"  # type: ignore[union-attr]
-    turn = render_thread(conv, "en", files_of(PNG))["turns/turn_0001.md"]
+    turn = render_thread(conv, "en", local=files_of(PNG))["turns/turn_0001.md"]
     assert "### Step 2" not in turn
     assert turn.count("../assets/files/Build_times.png)") == 2  # the link and the embed, once
 
@@ -153,7 +153,7 @@ def test_the_research_step_links_the_archived_report_not_the_signed_url() -> Non
 
 def test_zh_file_reasons() -> None:
     conv = computer([wf_step("Work", [text_item("working")])])
-    turn = render_thread(conv, "zh", files_of(GONE, HANDLE))["turns/turn_0001.md"]
+    turn = render_thread(conv, "zh", local=files_of(GONE, HANDLE))["turns/turn_0001.md"]
     assert "## 文件" in turn
     assert "- table.pdf · v1 · 未下载：已过期（平台不再提供）" in turn
     assert "- notes.md · v1 · 未下载：无下载通道（云端工作区文件）" in turn
@@ -420,3 +420,10 @@ def test_report_info_is_kept(tmp_path: Path) -> None:
     files = render_thread(report_conversation())
     assert "## Files" not in files["conversation.md"]
     assert isinstance(report_conversation().report.info, ReportInfo)  # type: ignore[union-attr]
+
+
+def test_obsidian_links_and_embeds_files_as_wikilinks() -> None:
+    conv = computer([share_step("u-png")])
+    turn = render_thread(conv, "en", OBSIDIAN, local=files_of(PNG))["turns/turn_0001.md"]
+    assert "- [[../assets/files/Build_times.png|Build times]] · v1 · 73 B" in turn
+    assert "  ![[../assets/files/Build_times.png]]" in turn

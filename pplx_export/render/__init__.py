@@ -1,6 +1,7 @@
 """Models -> Markdown/JSON text. Pure: no I/O, no clock; same input, same bytes.
 
-Public API: `render_thread`, `render_report`, `RENDERER_VERSION`.
+Public API: `render_thread`, `render_report`, `RENDERER_VERSION`, the flavours (`GITHUB`,
+`OBSIDIAN`, `FLAVORS`).
 """
 
 from __future__ import annotations
@@ -15,21 +16,39 @@ from pplx_export.render.labels import labels_for
 from pplx_export.render.latex import norm
 from pplx_export.render.page import front_matter, nav_line, turn_file
 from pplx_export.render.sources import sources_json, sources_md
-from pplx_export.render.text import finish, join_blocks, model_links, one_line
+from pplx_export.render.text import (
+    FLAVORS,
+    GITHUB,
+    OBSIDIAN,
+    finish,
+    join_blocks,
+    model_links,
+    one_line,
+)
 from pplx_export.render.turn import render_turn
 from pplx_export.renderer_version import RENDERER_VERSION
 
-__all__ = ["RENDERER_VERSION", "render_report", "render_thread"]
+__all__ = [
+    "FLAVORS",
+    "GITHUB",
+    "OBSIDIAN",
+    "RENDERER_VERSION",
+    "render_report",
+    "render_thread",
+]
 
 
 def render_thread(
-    conv: Conversation, lang: str = "en", local: Sequence[LocalFile] = ()
+    conv: Conversation,
+    lang: str = "en",
+    flavor: str = GITHUB,
+    local: Sequence[LocalFile] = (),
 ) -> dict[str, str]:
     """Relative path -> file text for conversation.md, turns/turn_NNNN.md, sources.*.
-
+    `flavor`: GITHUB (HTML folds, Markdown links) or OBSIDIAN (callouts, wikilinks).
     `local` is the thread's files as the archive holds them (sync builds it from the
     manifest and the disk): each is linked where it was produced."""
-    ctx = Ctx(labels=labels_for(lang), conv=conv, files=Files(local))
+    ctx = Ctx(labels=labels_for(lang), conv=conv, flavor=flavor, files=Files(local))
     files = {"conversation.md": render_conversation(ctx)}
     for turn in conv.turns:
         here = turn_file(turn.index)
@@ -39,12 +58,12 @@ def render_thread(
     return files
 
 
-def render_report(conv: Conversation, body: str, lang: str = "en") -> str:
+def render_report(conv: Conversation, body: str, lang: str = "en", flavor: str = GITHUB) -> str:
     """report.md: title, artifact file name, then the report Markdown."""
     labels = labels_for(lang)
     info = conv.report.info if conv.report is not None else None
     title = one_line(info.title) if info is not None and info.title.strip() else labels.report_title
-    ctx = Ctx(labels=labels, conv=conv, page="report.md")
+    ctx = Ctx(labels=labels, conv=conv, flavor=flavor, page="report.md")
     head = join_blocks([front_matter(conv, title), f"# {title}", nav_line(ctx, "report.md")])
     head += "\n\n"
     if info is not None and info.file_name:

@@ -74,4 +74,4 @@ def background_log(ctx: Ctx, log: RunLog, shown_md: str) -> str:
     body = join_blocks(blocks)
     if not body:
         return ""
-    return details(ctx.labels.step_log, body)
+    return details(ctx.labels.step_log, body, ctx.flavor)

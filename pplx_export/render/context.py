@@ -8,6 +8,7 @@ from typing import Any
 from pplx_export.models import Conversation, SubAgent
 from pplx_export.render.files import NO_FILES, Files
 from pplx_export.render.labels import Labels
+from pplx_export.render.text import GITHUB
 
 # Nested workflows deeper than this render a placeholder. Real payloads nest two or three
 # levels; the limit exists to stop pathological input, not to trim content.
@@ -29,6 +30,9 @@ class Ctx:
     # Markdown), computed once per render_thread call and shared by every copy of this
     # context. Pure functions of `conv`.
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    # The render flavour (text.GITHUB or text.OBSIDIAN): the syntax of folds, links between
+    # the archive's files and image embeds. Pass it to `details`, `link` and `image`.
+    flavor: str = GITHUB
     # The thread's files as the archive holds them (render never reads the disk), and the
     # page being rendered (relative to the thread directory), which links are relative to.
     files: Files = NO_FILES
@@ -41,20 +45,50 @@ class Ctx:
     def with_answer(self, answer: str) -> Ctx:
         # Direct construction: dataclasses.replace costs ten times as much, per nested block.
         return Ctx(
-            self.labels, self.conv, answer, self.locked_reason, self.memo, self.files, self.page
+            self.labels,
+            self.conv,
+            answer,
+            self.locked_reason,
+            self.memo,
+            self.flavor,
+            self.files,
+            self.page,
         )
 
     def with_locked_reason(self, locked_reason: str) -> Ctx:
         return Ctx(
-            self.labels, self.conv, self.answer, locked_reason, self.memo, self.files, self.page
+            self.labels,
+            self.conv,
+            self.answer,
+            locked_reason,
+            self.memo,
+            self.flavor,
+            self.files,
+            self.page,
         )
 
     def with_turn(self, answer: str, locked_reason: str) -> Ctx:
-        return Ctx(self.labels, self.conv, answer, locked_reason, self.memo, self.files, self.page)
+        return Ctx(
+            self.labels,
+            self.conv,
+            answer,
+            locked_reason,
+            self.memo,
+            self.flavor,
+            self.files,
+            self.page,
+        )
 
     def with_page(self, page: str) -> Ctx:
         return Ctx(
-            self.labels, self.conv, self.answer, self.locked_reason, self.memo, self.files, page
+            self.labels,
+            self.conv,
+            self.answer,
+            self.locked_reason,
+            self.memo,
+            self.flavor,
+            self.files,
+            page,
         )
 
     def content_only(self) -> Ctx:
@@ -65,6 +99,7 @@ class Ctx:
             self.answer,
             self.locked_reason,
             self.memo,
+            self.flavor,
             self.files,
             self.page,
         )

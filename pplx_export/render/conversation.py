@@ -93,6 +93,6 @@ def thread_files(ctx: Ctx) -> str:
     lines = []
     for f in ctx.files.items:
         n = turns.get(f.entry_uuid)
-        where = link(f"{lb.turn} {n}", turn_file(n)) if n is not None else ""
-        lines.append(file_line(lb, f, ctx.page, where))
+        where = link(f"{lb.turn} {n}", turn_file(n), ctx.flavor) if n is not None else ""
+        lines.append(file_line(lb, f, ctx.page, where, ctx.flavor))
     return join_blocks([f"## {lb.files}", "\n".join(lines)])

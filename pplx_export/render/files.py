@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from pplx_export.models import EXPIRED, NO_CHANNEL, LocalFile
 from pplx_export.render.labels import Labels
-from pplx_export.render.text import fenced, link, one_line
+from pplx_export.render.text import GITHUB, fenced, image, link, one_line
 
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")
 
@@ -81,7 +81,7 @@ def _facts(lb: Labels, f: LocalFile) -> list[str]:
     return [*facts, why]
 
 
-def file_line(lb: Labels, f: LocalFile, here: str, extra: str = "") -> str:
+def file_line(lb: Labels, f: LocalFile, here: str, extra: str = "", flavor: str = GITHUB) -> str:
     """One list item: the linked file (an image also embedded), its version and size, or
     its name and why the archive has no file; `extra` is appended (a link to its turn)."""
     name = one_line(f.filename) or f.path.rsplit("/", 1)[-1] or f.uuid
@@ -91,24 +91,26 @@ def file_line(lb: Labels, f: LocalFile, here: str, extra: str = "") -> str:
     if not f.path:
         return " · ".join([f"- {name}", *facts])
     target = relative(f.path, here)
-    line = " · ".join([f"- {link(name, target)}", *facts])
+    line = " · ".join([f"- {link(name, target, flavor)}", *facts])
     if is_image(f.path):
-        line += "\n\n  !" + link(name, target)
+        line += "\n\n  " + image(name, target, flavor)
     return line
 
 
-def file_lines(lb: Labels, files: Sequence[LocalFile], here: str) -> str:
-    return "\n".join(file_line(lb, f, here) for f in files)
+def file_lines(lb: Labels, files: Sequence[LocalFile], here: str, flavor: str = GITHUB) -> str:
+    return "\n".join(file_line(lb, f, here, "", flavor) for f in files)
 
 
-def shared_lines(lb: Labels, files: Files, uuids: Sequence[str], here: str) -> str:
+def shared_lines(
+    lb: Labels, files: Files, uuids: Sequence[str], here: str, flavor: str = GITHUB
+) -> str:
     """The files a step shared, by asset uuid; a uuid the thread lists no file for is named
     as it stands (the step still says something was shared)."""
     lines: list[str] = []
     for uuid in uuids:
         found = files.by_uuid.get(uuid)
         if found:
-            lines += [file_line(lb, f, here) for f in found]
+            lines += [file_line(lb, f, here, "", flavor) for f in found]
         else:
             lines.append(f"- `{uuid}` · {lb.file_unlisted}")
     return "\n".join(lines)

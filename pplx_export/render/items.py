@@ -41,7 +41,9 @@ def sources_block(ctx: Ctx, sources: Sequence[Link]) -> str:
     lines = source_lines(sources)
     if not lines:
         return ""
-    return details(ctx.labels.sources + ctx.labels.par(str(len(lines))), "\n".join(lines))
+    return details(
+        ctx.labels.sources + ctx.labels.par(str(len(lines))), "\n".join(lines), ctx.flavor
+    )
 
 
 def render_text(ctx: Ctx, item: WfItem) -> str:
@@ -67,6 +69,7 @@ def render_text(ctx: Ctx, item: WfItem) -> str:
         return details(
             summary_text(_header_label(ctx, header)),
             fenced(text, tp.code) if verbatim else norm(text),
+            ctx.flavor,
         )
     if tp.is_mono or tp.code:
         return fenced(text, tp.code)
@@ -85,7 +88,7 @@ def render_sources(ctx: Ctx, item: WfItem) -> str:
     parts.append(sources_block(ctx, item.sources))
     if item.asset_uuids and not _with_the_answer(ctx, item):
         # The files a step shared (`share_file`), linked where they were produced.
-        parts.append(shared_lines(ctx.labels, ctx.files, item.asset_uuids, ctx.page))
+        parts.append(shared_lines(ctx.labels, ctx.files, item.asset_uuids, ctx.page, ctx.flavor))
     return join_blocks(parts)
 
 

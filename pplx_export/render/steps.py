@@ -82,7 +82,7 @@ def _council_research(ctx: Ctx, step: Step) -> str:
         summary = f"{lb.model}{lb.sep}{state.model}" + (
             lb.par(state.status) if state.status else ""
         )
-        blocks.append(details(summary_text(summary), join_blocks(body)))
+        blocks.append(details(summary_text(summary), join_blocks(body), ctx.flavor))
     return join_blocks(blocks)
 
 
@@ -111,7 +111,9 @@ def render_step(ctx: Ctx, step: Step) -> str:
     if kind == "SEARCH_RESULTS":
         lines = source_lines(b.links)
         return (
-            details(lb.search_results + lb.par(str(len(lines))), "\n".join(lines)) if lines else ""
+            details(lb.search_results + lb.par(str(len(lines))), "\n".join(lines), ctx.flavor)
+            if lines
+            else ""
         )
     if kind == "GET_URL_CONTENT":
         return _list(lb.read_pages, [f"- {link(u, u)}" for u in b.urls])
@@ -122,7 +124,7 @@ def render_step(ctx: Ctx, step: Step) -> str:
         extra = [f"`{b.file_name}`"] if b.file_name else []
         if ctx.conv.report is not None:
             # The archived report, not the signed URL (it expires).
-            extra.append(link(lb.report_title, relative("report.md", ctx.page)))
+            extra.append(link(lb.report_title, relative("report.md", ctx.page), ctx.flavor))
         elif b.url:
             extra.append(link(b.url, b.url))
         return line + (" — " + " · ".join(extra) if extra else "")

@@ -69,13 +69,19 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
         shown_md = join_blocks(parts)
     if parts:
         n = len(primary.steps)
-        blocks.append(details(lb.subagent_payload_steps + lb.par(lb.steps_n.format(n=n)), shown_md))
+        blocks.append(
+            details(
+                lb.subagent_payload_steps + lb.par(lb.steps_n.format(n=n)), shown_md, ctx.flavor
+            )
+        )
     # Citations are listed once at the end; they count as shown for the step log too.
     extra = novel_steps(ctx, sub.steps, join_blocks([shown_md, *cited]))
     rendered = render_steps(ctx, extra)
     if rendered:
         blocks.append(
-            details(lb.subagent_steps + lb.par(lb.steps_n.format(n=len(extra))), rendered)
+            details(
+                lb.subagent_steps + lb.par(lb.steps_n.format(n=len(extra))), rendered, ctx.flavor
+            )
         )
     answer = sub.answer if sub.answer.strip() else conclusion
     if answer.strip():
@@ -89,7 +95,9 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     known = set(lines)
     lines += [c for c in cited if c not in known]
     if lines:
-        blocks.append(details(lb.subagent_sources + lb.par(str(len(lines))), "\n".join(lines)))
+        blocks.append(
+            details(lb.subagent_sources + lb.par(str(len(lines))), "\n".join(lines), ctx.flavor)
+        )
     return blocks
 
 

@@ -292,4 +292,4 @@ def nested(
         )
     if cited:
         blocks.append(f"**{lb.cited}{lb.colon}**\n\n" + "\n".join(cited))
-    return details(summary, join_blocks(blocks))
+    return details(summary, join_blocks(blocks), ctx.flavor)

@@ -62,7 +62,8 @@ def turn_files(ctx: Ctx, turn: Turn, page: str) -> str:
     files = unlinked(ctx.labels, ctx.files.of_entry(turn.uuid), ctx.page, page)
     if not files:
         return ""
-    return join_blocks([f"## {ctx.labels.files}", file_lines(ctx.labels, files, ctx.page)])
+    lines = file_lines(ctx.labels, files, ctx.page, ctx.flavor)
+    return join_blocks([f"## {ctx.labels.files}", lines])
 
 
 def render_turn(ctx: Ctx, turn: Turn) -> str:
