@@ -67,6 +67,9 @@ class TextPayload:
     variant: str = ""  # the payload's variant, else the item's
     header: str = ""
     is_mono: bool = False
+    # Code to show verbatim (a code tool's command or a tool's `Input`, even when the payload
+    # does not say `is_mono`): the fence's language, "text" when unknown; "" for prose.
+    code: str = ""
 
 
 NO_TEXT = TextPayload()
@@ -147,6 +150,7 @@ class WfItem:
     kind: str = ""
     text: TextPayload = NO_TEXT  # TEXT and SOURCES items
     sources: Sequence[Link] = ()  # SOURCES
+    asset_uuids: Sequence[str] = ()  # SOURCES: the files a step shared (`share_file`)
     queries: Sequence[str] = ()  # QUERIES (non-blank)
     todo: TodoList = NO_TODO
     table: Table = NO_TABLE
@@ -416,6 +420,30 @@ class Asset:
     no_download_channel: bool = False
     file_handle: str = ""
     asset_expired: bool = False
+    # The schematized entry whose blocks listed it: the turn that produced it.
+    entry_uuid: str = ""
+
+
+# Why an asset version has no file in the archive (`LocalFile.missing`).
+EXPIRED = "expired"  # the platform answered ASSET_NOT_FOUND: terminal
+NO_CHANNEL = "no_download_channel"  # a cloud-workspace handle: nothing can fetch it
+NOT_DOWNLOADED = "not_downloaded"  # not fetched (yet): `assets-backfill --online` may
+
+
+@dataclass(frozen=True, slots=True)
+class LocalFile:
+    """One asset version as the archive holds it: what the renderer links. Built by sync from
+    the assets, the manifest and the files on disk, so that render never reads the disk."""
+
+    uuid: str
+    filename: str  # the asset's own name (what a link shows)
+    version: str = "v1"  # v1..vN, or "inline"
+    n_versions: int = 1
+    asset_type: str = ""
+    path: str = ""  # relative to the thread directory (`assets/files/…`); "" when absent
+    size: int | None = None  # bytes on disk
+    missing: str = ""  # why there is no file: EXPIRED | NO_CHANNEL | NOT_DOWNLOADED
+    entry_uuid: str = ""  # the entry (turn) that listed it; "" when unknown
 
 
 @dataclass

@@ -65,7 +65,7 @@ def fake_parse(
     return conv
 
 
-def fake_render(conv: Conversation, lang: str) -> dict[str, str]:
+def fake_render(conv: Conversation, lang: str, local: object = ()) -> dict[str, str]:
     files = {
         "conversation.md": f"# {conv.title}\n"
         + "".join(f"\n## Turn {t.index}\n{t.query}\n{t.answer}\n" for t in conv.turns),

@@ -323,9 +323,10 @@ def test_manifest_counts_versions_and_merges_state(tmp_path: Path) -> None:
     c = conv(assets=assets)
     r = write(tmp_path, c)
     d = r.directory
-    assert (d / "assets/files/main.code_0123456789a.md").read_text() == "print(1)"
-    assert (d / "assets/files/main.code_0123456789b.md").read_text() == "print(2)"
-    assert (d / "assets/files/fix_.._.._x.diff.md").read_text() == "+x"
+    # Inline files are Markdown pages: their code (or diff) is fenced.
+    assert (d / "assets/files/main.code_0123456789a.md").read_text() == "```\nprint(1)\n```\n"
+    assert (d / "assets/files/main.code_0123456789b.md").read_text() == "```\nprint(2)\n```\n"
+    assert (d / "assets/files/fix_.._.._x.diff.md").read_text() == "```diff\n+x\n```\n"
     assert not (d / "assets/files/empty.code.md").exists()
     man = json.loads((d / "assets/assets_manifest.json").read_text())
     assert [f["filename"] for f in man["files"]] == sorted(f["filename"] for f in man["files"])

@@ -104,6 +104,10 @@ def test_expired_links_are_revived_through_fresh_urls(env: E2E) -> None:
     assert bg["downloaded_to"] == "assets/files/range_table.pdf"
     assert (ebike / bg["downloaded_to"]).read_bytes().startswith(b"%PDF")
     assert leftover_temp_files(env.out) == []
+    # The pages were rendered again: they link the downloads, none says "not downloaded".
+    pages = (ebike / "conversation.md").read_text("utf-8")
+    assert "](assets/files/range_table.pdf) · v1 · " in pages
+    assert "not downloaded yet" not in pages
 
     # Re-render keeps what the backfill recorded; a rerun asks nothing.
     before = (ebike / MANIFEST).read_bytes()
@@ -175,5 +179,9 @@ def test_fetch_blocks_completes_an_archive_of_the_earlier_tool(env: E2E) -> None
     stored = json.loads((thread_dir / "raw_blocks.json").read_text("utf-8"))
     assert redacted(stored) == redacted(served_raw(env.emu, EBIKE_UUID, schematized=True))
     assert all(v["downloaded_to"] for v in _downloadable(thread_dir))
-    assert (thread_dir / "conversation.md").read_text("utf-8") == conversation
+    # The same page, but its file list now links the download it reported missing.
+    now = (thread_dir / "conversation.md").read_text("utf-8")
+    assert now.split("\n## Files\n")[0] == conversation.split("\n## Files\n")[0]
+    assert "not downloaded yet" in conversation.split("\n## Files\n")[1]
+    assert "not downloaded yet" not in now.split("\n## Files\n")[1]
     assert env.state()[EBIKE_UUID]["status"] == "ok"

@@ -74,9 +74,9 @@ def test_search_thread() -> None:
 def test_empty_query_and_answer_placeholders() -> None:
     files = render_thread(computer_conversation(), "zh")
     assert (
-        "## Turn 2 — 2035-12-26 00:01 UTC\n\n"
+        "## 轮次 2 — 2035-12-26 00:01 UTC\n\n"
         "> 本轮报告的子代理工作见[本轮文件](turns/turn_0002.md)。"
-        "\n\n### Query\n\n(空)\n\n### Answer\n\n(无)" in files["conversation.md"]
+        "\n\n### 提问\n\n（空）\n\n### 回答\n\n（无）" in files["conversation.md"]
     )
     en = render_thread(computer_conversation())
     assert "(empty)" in en["turns/turn_0002.md"] and "(none)" in en["turns/turn_0002.md"]
@@ -85,9 +85,9 @@ def test_empty_query_and_answer_placeholders() -> None:
 def test_computer_turn_work_process() -> None:
     turn = render_thread(computer_conversation())["turns/turn_0001.md"]
     assert f"## Work process (steps: 6 · WORKFLOW_AWAITING_NEXT_STEPS · {EN.tag_limit})" in turn
-    assert "### Step 1\n\n> Let me plan." in turn
+    assert "### Step 1 · Thinking\n\n> Let me plan." in turn
     assert "### Step 2 · Run script (`bash`) — 2035-12-26 00:00:12 → 2035-12-26 00:00:13" in turn
-    assert "````\necho ```\n````" in turn
+    assert "````bash\necho ```\n````" in turn
     assert "`````\nout ```` here\n`````" in turn
     # mapped sub-agent: heading tag from the sub-agent's own status, prompt, steps, citations
     assert f"### Step 3 · 🤖 Sub-agent: Collect tide tables · {EN.tag_limit}" in turn

@@ -61,7 +61,7 @@ def test_parallel_run_writes_what_a_single_job_writes(tmp_path: Path) -> None:
     assert rerender(two, changed_only=True, jobs=2).skipped == s2.total
 
 
-def _render_interrupted(conv: Conversation, lang: str) -> dict[str, str]:
+def _render_interrupted(conv: Conversation, lang: str, local: object = ()) -> dict[str, str]:
     if "second" in conv.title:
         raise KeyboardInterrupt
     return archive_fakes.fake_render(conv, lang)

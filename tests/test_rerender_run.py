@@ -169,7 +169,7 @@ def test_fakes_module_is_real() -> None:
     assert FAKE_ENGINE.parse is archive_fakes.fake_parse
 
 
-def _render_interrupted(conv: Conversation, lang: str) -> dict[str, str]:
+def _render_interrupted(conv: Conversation, lang: str, local: object = ()) -> dict[str, str]:
     if "second" in conv.title:
         raise KeyboardInterrupt
     return archive_fakes.fake_render(conv, lang)
@@ -219,7 +219,7 @@ def test_rendered_dir_that_lost_its_files_is_reported_once(archive: Path) -> Non
 
 def test_interrupt_mid_thread_leaves_no_temp_file(archive: Path) -> None:
     # Ctrl-C can land between a temp file's creation and the cleanup that guards it.
-    def render(conv: Conversation, lang: str) -> dict[str, str]:
+    def render(conv: Conversation, lang: str, local: object = ()) -> dict[str, str]:
         d = next(archive.glob(f"*/*/*_{conv.web_uuid[:8]}"))
         (d / ".pplx-tmp-torn").write_text("half")
         raise KeyboardInterrupt

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pplx_export.archive.paths import cap_bytes, safe_stem
-from pplx_export.models import JSON, Asset
+from pplx_export.models import EXPIRED, JSON, NO_CHANNEL, NOT_DOWNLOADED, Asset, LocalFile
 from pplx_export.util.atomic import read_with_stat
 from pplx_export.util.jsontext import dumps_indented, loads
 from pplx_export.util.lenient import lenient_int
@@ -60,6 +60,63 @@ def inline_file_names(assets: list[Asset]) -> dict[int, str]:
             tag = safe_stem(prefixes[m.uuid], 64) if m.uuid else str(i + 1)
             names[id(m)] = cap_bytes(f"{base}_{tag}", 250) + ".md"
     return names
+
+
+def inline_text(a: Asset) -> str:
+    """What an inline asset's file holds: its content, fenced (render/files.py)."""
+    # Imported here: a `--changed-only` run that renders nothing must not load the renderer.
+    from pplx_export.render.files import inline_file_text
+
+    return inline_file_text(a.inline_kind, a.filename, a.inline_content)
+
+
+def local_files(assets: list[Asset], thread_dir: Path) -> list[LocalFile]:
+    """The thread's files as the archive holds them, for the renderer to link: every version
+    of the manifest the writer will write (the assets merged with the manifest on disk),
+    with its file under `assets/files/` and that file's size, or why there is none.
+
+    Inline files count as present (the writer writes them with the render); a download is
+    present when its file is on disk."""
+    manifest = build_manifest(assets, thread_dir, load_manifest(thread_dir))
+    if manifest is None:
+        return []
+    names = inline_file_names(assets)
+    inline = {a.uuid: a for a in inline_assets(assets)}
+    owners = {a.uuid: a.entry_uuid for a in assets if a.entry_uuid}
+    out: list[LocalFile] = []
+    for f in manifest["files"]:
+        for v in f["versions"]:
+            uuid = str(v.get("uuid") or "")
+            path, size, missing = "", None, ""
+            if v.get("extracted_inline") and uuid in inline:
+                a = inline[uuid]
+                path = f"{FILES_DIR}/{names[id(a)]}"
+                size = len(inline_text(a).encode("utf-8"))
+            else:
+                name = Path(str(v.get("downloaded_to") or "")).name
+                full = thread_dir / FILES_DIR / name
+                if name and os.path.isfile(full):
+                    path, size = f"{FILES_DIR}/{name}", os.path.getsize(full)
+                elif v.get("asset_expired"):
+                    missing = EXPIRED
+                elif v.get("no_download_channel"):
+                    missing = NO_CHANNEL
+                else:
+                    missing = NOT_DOWNLOADED
+            out.append(
+                LocalFile(
+                    uuid=uuid,
+                    filename=str(v.get("filename") or f["filename"]),
+                    version=str(v.get("version") or ""),
+                    n_versions=int(f.get("n_versions") or 1),
+                    asset_type=str(v.get("asset_type") or ""),
+                    path=path,
+                    size=size,
+                    missing=missing,
+                    entry_uuid=owners.get(uuid, ""),
+                )
+            )
+    return out
 
 
 def load_manifest(thread_dir: Path) -> JSON | None:

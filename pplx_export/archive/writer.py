@@ -353,7 +353,7 @@ def _write_derived(
     names = asset_files.inline_file_names(conv.assets)
     for a in asset_files.inline_assets(conv.assets):
         rel = f"{asset_files.FILES_DIR}/{names[id(a)]}"
-        derived.append((rel, a.inline_content.encode("utf-8")))
+        derived.append((rel, asset_files.inline_text(a).encode("utf-8")))
         a.downloaded_to = rel
     derived += [(rel, rendered[rel].encode("utf-8")) for rel in sorted(rendered)]
     if sink.put_derived(derived, recorded_stamp):

@@ -314,10 +314,24 @@ def handle_only_assets(raw_assets: list[dict[str, Any]]) -> list[Asset]:
     return out
 
 
+def asset_owners(entries: list[Any]) -> dict[str, str]:
+    """Asset uuid -> uuid of the first entry whose blocks list it (the turn that made it)."""
+    owners: dict[str, str] = {}
+    for entry in dicts(entries):
+        owner = as_str(entry.get("uuid"))
+        for asset in candidate_assets([entry]):
+            owners.setdefault(as_str(asset.get("uuid")), owner)
+    return owners
+
+
 def collect_assets(entries: list[Any]) -> list[Asset]:
     """Downloadable versions, then inline assets, then handle-only registrations."""
     raw = candidate_assets(entries)
-    return downloadable_assets(raw) + inline_assets(raw) + handle_only_assets(raw)
+    found = downloadable_assets(raw) + inline_assets(raw) + handle_only_assets(raw)
+    owners = asset_owners(entries)
+    for asset in found:
+        asset.entry_uuid = owners.get(asset.uuid, "")
+    return found
 
 
 def report_candidates(info: ReportInfo, assets: list[Asset]) -> list[Asset]:

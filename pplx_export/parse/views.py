@@ -87,6 +87,36 @@ def _strings(value: Any) -> list[str]:
     return [v for v in (as_str(x) for x in as_list(value)) if v.strip()]
 
 
+# Tools whose unheaded text is the code they run, and the fence language it is shown in.
+_CODE_TOOLS = {
+    **dict.fromkeys(("bash", "sh", "shell", "zsh", "run_shell", "execute_bash"), "bash"),
+    **dict.fromkeys(("python", "execute_python", "run_python", "code_interpreter"), "python"),
+    **dict.fromkeys(("node", "javascript", "execute_javascript"), "javascript"),
+}
+_CODE_ICONS = frozenset({"code_execute", "terminal"})
+
+
+def code_language(step: dict[str, Any]) -> str:
+    """The fence language of a step whose tool runs code ("text" when the tool is not
+    known by name but its icon says so), "" for any other step."""
+    tool = as_str(step.get("tool_name")).lower()
+    if tool in _CODE_TOOLS:
+        return _CODE_TOOLS[tool]
+    return "text" if as_str(step.get("icon")) in _CODE_ICONS else ""
+
+
+def _code_of(kind: str, text: str, is_mono: bool, variant: str, header: str, code: str) -> str:
+    """TextPayload.code: a tool's `Input`, a script (`#!`), or the monospace text of a code
+    step is code, whatever `is_mono` says (a shell script read as Markdown turns its
+    comments into headings). The plain text of a code step is not: it is the step's own
+    words ("Running command:"), the command follows in monospace."""
+    if kind != TEXT or variant in ("answer", "thought", "thinking") or header == "Output":
+        return ""
+    if header == "Input" or text.startswith("#!"):
+        return code or "text"
+    return code if not header and is_mono else ""
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, dict):
         value = value.get("value")
@@ -207,10 +237,11 @@ class Builder:
             status=as_str(step.get("status")),
             started_at=as_str(step.get("started_at")),
             completed_at=as_str(step.get("completed_at")),
-            items=[self.item(i) for i in dicts(step.get("items"))],
+            items=[self.item(i, code_language(step)) for i in dicts(step.get("items"))],
         )
 
-    def item(self, item: dict[str, Any]) -> WfItem:
+    def item(self, item: dict[str, Any], code: str = "") -> WfItem:
+        """One item; `code` is the language of the step's tool when it runs code."""
         kind = as_str(item.get("type"))
         view = WfItem(item, kind)
         payload = item.get("payload")
@@ -221,14 +252,17 @@ class Builder:
             view.workflow = self.payload(wp)
         if kind in (TEXT, SOURCES):
             tp = as_dict(payload.get("text_payload"))
+            variant = as_str(tp.get("variant")) or as_str(item.get("variant"))
+            header = as_str(tp.get("header"))
+            text = chunks_text(tp)
+            is_mono = bool(tp.get("is_mono"))
             view.text = TextPayload(
-                chunks_text(tp),
-                as_str(tp.get("variant")) or as_str(item.get("variant")),
-                as_str(tp.get("header")),
-                bool(tp.get("is_mono")),
+                text, variant, header, is_mono, _code_of(kind, text, is_mono, variant, header, code)
             )
             if kind == SOURCES:
-                view.sources = _links(as_dict(payload.get("sources_payload")).get("sources"))
+                sp = as_dict(payload.get("sources_payload"))
+                view.sources = _links(sp.get("sources"))
+                view.asset_uuids = [u for u in _strings(sp.get("asset_uuids")) if u]
         elif kind == QUERIES:
             view.queries = query_strings(as_dict(payload.get("queries_payload")).get("queries"))
         elif kind == TODO_LIST:

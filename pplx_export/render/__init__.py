@@ -6,9 +6,12 @@ Public API: `render_thread`, `render_report`, `RENDERER_VERSION`, the flavours (
 
 from __future__ import annotations
 
-from pplx_export.models import Conversation
+from collections.abc import Sequence
+
+from pplx_export.models import Conversation, LocalFile
 from pplx_export.render.context import Ctx
 from pplx_export.render.conversation import render_conversation
+from pplx_export.render.files import Files
 from pplx_export.render.labels import labels_for
 from pplx_export.render.latex import norm
 from pplx_export.render.page import front_matter, nav_line, turn_file
@@ -35,14 +38,22 @@ __all__ = [
 ]
 
 
-def render_thread(conv: Conversation, lang: str = "en", flavor: str = GITHUB) -> dict[str, str]:
+def render_thread(
+    conv: Conversation,
+    lang: str = "en",
+    flavor: str = GITHUB,
+    local: Sequence[LocalFile] = (),
+) -> dict[str, str]:
     """Relative path -> file text for conversation.md, turns/turn_NNNN.md, sources.*.
-    `flavor`: GITHUB (HTML folds, Markdown links) or OBSIDIAN (callouts, wikilinks)."""
-    ctx = Ctx(labels=labels_for(lang), conv=conv, flavor=flavor)
+    `flavor`: GITHUB (HTML folds, Markdown links) or OBSIDIAN (callouts, wikilinks).
+    `local` is the thread's files as the archive holds them (sync builds it from the
+    manifest and the disk): each is linked where it was produced."""
+    ctx = Ctx(labels=labels_for(lang), conv=conv, flavor=flavor, files=Files(local))
     files = {"conversation.md": render_conversation(ctx)}
     for turn in conv.turns:
-        files[turn_file(turn.index)] = render_turn(ctx, turn)
-    files["sources.md"] = sources_md(ctx)
+        here = turn_file(turn.index)
+        files[here] = render_turn(ctx.with_page(here), turn)
+    files["sources.md"] = sources_md(ctx.with_page("sources.md"))
     files["sources.json"] = sources_json(conv.citations)
     return files
 
@@ -52,7 +63,7 @@ def render_report(conv: Conversation, body: str, lang: str = "en", flavor: str =
     labels = labels_for(lang)
     info = conv.report.info if conv.report is not None else None
     title = one_line(info.title) if info is not None and info.title.strip() else labels.report_title
-    ctx = Ctx(labels=labels, conv=conv, flavor=flavor)
+    ctx = Ctx(labels=labels, conv=conv, flavor=flavor, page="report.md")
     head = join_blocks([front_matter(conv, title), f"# {title}", nav_line(ctx, "report.md")])
     head += "\n\n"
     if info is not None and info.file_name:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pplx_export.models import Conversation, SubAgent
+from pplx_export.render.files import NO_FILES, Files
 from pplx_export.render.labels import Labels
 from pplx_export.render.text import GITHUB
 
@@ -35,6 +36,10 @@ class Ctx:
     # The render flavour (text.GITHUB or text.OBSIDIAN): the syntax of folds, links between
     # the archive's files and image embeds. Pass it to `details`, `link` and `image`.
     flavor: str = GITHUB
+    # The thread's files as the archive holds them (render never reads the disk), and the
+    # page being rendered (relative to the thread directory), which links are relative to.
+    files: Files = NO_FILES
+    page: str = "conversation.md"
 
     @property
     def sub_map(self) -> dict[str, SubAgent]:
@@ -43,12 +48,28 @@ class Ctx:
     def with_answer(self, answer: str, pointer: str = "") -> Ctx:
         # Direct construction: dataclasses.replace costs ten times as much, per nested block.
         return Ctx(
-            self.labels, self.conv, answer, self.locked_reason, pointer, self.memo, self.flavor
+            self.labels,
+            self.conv,
+            answer,
+            self.locked_reason,
+            pointer,
+            self.memo,
+            self.flavor,
+            self.files,
+            self.page,
         )
 
     def with_locked_reason(self, locked_reason: str) -> Ctx:
         return Ctx(
-            self.labels, self.conv, self.answer, locked_reason, self.pointer, self.memo, self.flavor
+            self.labels,
+            self.conv,
+            self.answer,
+            locked_reason,
+            self.pointer,
+            self.memo,
+            self.flavor,
+            self.files,
+            self.page,
         )
 
     def with_turn(self, answer: str, locked_reason: str) -> Ctx:
@@ -60,4 +81,19 @@ class Ctx:
             self.labels.to_answer,
             self.memo,
             self.flavor,
+            self.files,
+            self.page,
+        )
+
+    def with_page(self, page: str) -> Ctx:
+        return Ctx(
+            self.labels,
+            self.conv,
+            self.answer,
+            self.locked_reason,
+            self.pointer,
+            self.memo,
+            self.flavor,
+            self.files,
+            page,
         )

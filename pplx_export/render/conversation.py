@@ -5,6 +5,7 @@ from __future__ import annotations
 from pplx_export.models import AppendixItem, Turn
 from pplx_export.render.background import background_log, launcher_line
 from pplx_export.render.context import Ctx
+from pplx_export.render.files import file_line
 from pplx_export.render.page import front_matter, nav_line, turn_file
 from pplx_export.render.plan import plan_block
 from pplx_export.render.text import finish, join_blocks, link, one_line, quote, step_time
@@ -15,13 +16,13 @@ from pplx_export.render.turn import linked_answer, rewritten_note, turn_heading
 def header(ctx: Ctx) -> str:
     lb, conv = ctx.labels, ctx.conv
     facts = [
-        f"{lb.mode}: {conv.mode}",
-        f"{lb.author}: {conv.author}",
-        f"{lb.turns}: {len(conv.turns)}",
-        f"{lb.citations}: {len(conv.citations)}",
+        f"{lb.mode}{lb.sep}{conv.mode}",
+        f"{lb.author}{lb.sep}{conv.author}",
+        f"{lb.turns}{lb.sep}{len(conv.turns)}",
+        f"{lb.citations}{lb.sep}{len(conv.citations)}",
     ]
     if conv.space is not None and conv.space.title:
-        facts.append(f"{lb.space}: {one_line(conv.space.title)}")
+        facts.append(f"{lb.space}{lb.sep}{one_line(conv.space.title)}")
     title = one_line(conv.title) or lb.untitled
     return join_blocks(
         [
@@ -36,16 +37,16 @@ def header(ctx: Ctx) -> str:
 def appendix_item(ctx: Ctx, item: AppendixItem) -> str:
     lb = ctx.labels
     wp = item.payload
-    facts = [f"{lb.status}: `{wp.status or lb.unknown}`"]
+    facts = [f"{lb.status}{lb.sep}`{wp.status or lb.unknown}`"]
     tag = lb.tag(wp.status, item.locked_reason)
     if tag:
         facts.append(tag)
     if item.locked_reason:
-        facts.append(f"locked_reason: `{item.locked_reason}`")
+        facts.append(f"locked_reason{lb.sep}`{item.locked_reason}`")
     start = step_time(wp.started_at)
     end = step_time(wp.completed_at or item.updated)
     if start or end:
-        facts.append(f"{lb.time}: {start or '?'} → {end or '?'}")
+        facts.append(f"{lb.time}{lb.sep}{start or '?'} → {end or '?'}")
     block = nested(ctx, wp, 0, frozenset({id(wp)}), lb.background_task, item.locked_reason)
     return join_blocks(
         [
@@ -95,4 +96,19 @@ def render_conversation(ctx: Ctx) -> str:
             linked_answer(ctx, turn, inline=True, top=4),
         ]
     blocks.append(appendix(ctx))
+    blocks.append(thread_files(ctx))
     return finish(join_blocks(blocks))
+
+
+def thread_files(ctx: Ctx) -> str:
+    """`## Files`: every file of the thread, each with a link to the turn that made it."""
+    if not ctx.files:
+        return ""
+    lb = ctx.labels
+    turns = {t.uuid: t.index for t in ctx.conv.turns if t.uuid}
+    lines = []
+    for f in ctx.files.items:
+        n = turns.get(f.entry_uuid)
+        where = link(f"{lb.turn} {n}", turn_file(n), ctx.flavor) if n is not None else ""
+        lines.append(file_line(lb, f, ctx.page, where, ctx.flavor))
+    return join_blocks([f"## {lb.files}", "\n".join(lines)])

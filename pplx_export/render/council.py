@@ -34,12 +34,14 @@ def _payload_body(ctx: Ctx, wp: WfPayload, answer: str) -> tuple[list[str], int,
     """
     inner = ctx.with_answer(answer)
     blocks: list[str] = []
-    n_queries = n_sources = 0
+    n_queries = n_sources = rounds = 0
     for step in wp.steps:
         parts: list[str] = []
+        searched = False
         for item in step.items:
             if item.kind == QUERIES:
                 n_queries += len(item.queries)
+                searched = searched or bool(item.queries)
                 if item.queries:
                     parts.append("\n".join(f"- `{q}`" for q in item.queries))
             elif item.kind == SOURCES:
@@ -52,12 +54,19 @@ def _payload_body(ctx: Ctx, wp: WfPayload, answer: str) -> tuple[list[str], int,
                         n_sources += 1
                         lines.append(f"{n_sources}. {link(s.name, s.url)}")
                 if lines:
+                    searched = True
                     parts.append("\n".join(lines))
             else:
                 rendered = render_item(inner, item)
                 if rendered.strip():
                     parts.append(rendered)
         title = one_line(step.title)
+        if searched:
+            # A search step of the model's run is one council round: numbered, so the rounds
+            # of the three models can be told apart and compared.
+            rounds += 1
+            label = ctx.labels.round_.format(n=rounds)
+            title = f"{label} · {title}" if title else label
         if title or parts:
             blocks.append(join_blocks([bold(title), *parts]))
     return blocks, n_queries, n_sources
@@ -80,10 +89,10 @@ def _model_block(ctx: Ctx, wp: WfPayload) -> str:
     tag = lb.tag(wp.status, ctx.locked_reason)
     if tag:
         stat.append(tag)
-    blocks = [f"{lb.model}: `{model}`" if model else "", *body]
+    blocks = [f"{lb.model}{lb.sep}`{model}`" if model else "", *body]
     if answer.strip():
         blocks.append(
-            f"**{lb.answer}{lb.colon}**\n\n"
+            f"**{lb.model_answer}{lb.colon}**\n\n"
             + demote(model_links(norm(answer.strip("\n"))), WORK_TOP)
         )
     return details(summary_text(name + lb.par(" · ".join(stat))), join_blocks(blocks), ctx.flavor)
@@ -94,7 +103,7 @@ def render_council_step(ctx: Ctx, i: int, step: WfStep) -> str:
     title = one_line(step.title)
     head = step_heading(ctx, i, step, title=f"{lb.council}" + (f"{lb.sep}{title}" if title else ""))
     # step_heading appends the tool name; the council label already says what it is.
-    head = head.replace(" (`council_research`)", "")
+    head = head.replace(lb.par("`council_research`"), "")
     payloads = council_payloads(step)
     blocks = [head]
     models = [wp.model for wp in payloads if wp.model]

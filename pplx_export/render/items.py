@@ -9,7 +9,9 @@ from collections.abc import Sequence
 
 from pplx_export.models import Link, WfItem
 from pplx_export.render.context import Ctx
+from pplx_export.render.files import shared_lines
 from pplx_export.render.latex import norm
+from pplx_export.render.page import turn_file
 from pplx_export.render.text import (
     WORK_TOP,
     bold,
@@ -81,22 +83,50 @@ def render_text(ctx: Ctx, item: WfItem) -> str:
         return quote(demote(norm(text.strip("\n")), WORK_TOP))
     header = tp.header
     if header:
-        # Headed monospace text (tool output) is folded in the web UI.
+        # Headed monospace text (tool output) is folded in the web UI; a tool's input is the
+        # code it ran, verbatim, whatever `is_mono` says.
+        verbatim = tp.is_mono or bool(tp.code) or header == "Output"
         return details(
-            summary_text(header),
-            fenced(text) if tp.is_mono or header == "Output" else norm(text),
+            summary_text(_header_label(ctx, header)),
+            fenced(text, tp.code) if verbatim else norm(text),
             ctx.flavor,
         )
-    if tp.is_mono:
-        return fenced(text)
+    if tp.is_mono or tp.code:
+        return fenced(text, tp.code)
     return demote(model_links(norm(text)), WORK_TOP)
+
+
+def _header_label(ctx: Ctx, header: str) -> str:
+    """The web UI's fold headers in the page's language (others as they are)."""
+    known = {"Output": ctx.labels.output, "Input": ctx.labels.input_}
+    return known.get(header, header)
 
 
 def render_sources(ctx: Ctx, item: WfItem) -> str:
     text = item.text.text
     parts = [text.strip("\n")] if text.strip() else []
     parts.append(sources_block(ctx, item.sources))
+    if item.asset_uuids and not _with_the_answer(ctx, item):
+        # The files a step shared (`share_file`), linked where they were produced.
+        parts.append(shared_lines(ctx.labels, ctx.files, item.asset_uuids, ctx.page, ctx.flavor))
     return join_blocks(parts)
+
+
+def _with_the_answer(ctx: Ctx, item: WfItem) -> bool:
+    """The files attached to the turn's answer (an `answer` SOURCES item) whose turn file is
+    this page: the page lists them under the answer (`## Files`), not in the work process."""
+    if item.text.variant != "answer":
+        return False
+    turns = {t.uuid: t.index for t in ctx.conv.turns if t.uuid}
+    for uuid in item.asset_uuids:
+        found = ctx.files.by_uuid.get(uuid)
+        if not found:
+            return False
+        for f in found:
+            n = turns.get(f.entry_uuid)
+            if n is None or turn_file(n) != ctx.page:
+                return False
+    return True
 
 
 def render_queries(ctx: Ctx, item: WfItem) -> str:
@@ -123,9 +153,12 @@ def render_todo(ctx: Ctx, item: WfItem) -> str:
         desc = d.description.strip()
         action = d.action.removeprefix("TODO_DIFF_").lower()
         if desc or action:
-            changes.append(f"- {action}: {desc}" + (f" → `{d.new_status}`" if d.new_status else ""))
+            changes.append(
+                f"- {action}{ctx.labels.sep}{desc}"
+                + (f" → `{d.new_status}`" if d.new_status else "")
+            )
     if changes:
-        lines += ["", f"*{ctx.labels.todo_changes}:*", "", *changes]
+        lines += ["", f"*{ctx.labels.todo_changes}{ctx.labels.colon}*", "", *changes]
     return "\n".join(lines).rstrip()
 
 
@@ -163,7 +196,8 @@ def render_user_questions(ctx: Ctx, item: WfItem) -> str:
             )
             if on
         ]
-        lines = [f"{n}. **{name}**" + (f" *({', '.join(flags)})*" if flags else "")]
+        aside = lb.par(", ".join(flags)).strip()
+        lines = [f"{n}. **{name}**" + (f" *{aside}*" if flags else "")]
         for opt in field.options:
             otitle = opt.title.strip()
             desc = opt.description.strip()

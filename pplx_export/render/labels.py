@@ -32,6 +32,7 @@ class Labels:
     turn: str
     query: str
     answer: str
+    model_answer: str  # a council model's or a nested run's answer, as a bold label
     empty: str
     none: str
     plan: str
@@ -54,6 +55,9 @@ class Labels:
     subagent_steps: str
     subagent_payload_steps: str
     conclusion: str
+    subagent_conclusion: str
+    subagent_sources: str
+    cited: str  # the citations trailer of a nested workflow
     sources: str
     status: str
     unknown: str
@@ -120,6 +124,15 @@ class Labels:
     answer_rewritten: str
     stub_work: str
     stub_work_link: str
+    # generated files
+    files: str
+    file_inline: str
+    file_expired: str
+    file_no_channel: str
+    file_not_downloaded: str
+    file_unlisted: str
+    shared_files: str
+    input_: str
 
     def par(self, text: str) -> str:
         """` (text)` / `（text）`: the language's parenthesised aside ("" in a blank catalog)."""
@@ -152,6 +165,7 @@ EN = Labels(
     turn="Turn",
     query="Query",
     answer="Answer",
+    model_answer="Answer",
     empty="(empty)",
     none="(none)",
     plan="Plan",
@@ -178,6 +192,9 @@ EN = Labels(
     subagent_steps="Sub-agent work process",
     subagent_payload_steps="Sub-agent workflow",
     conclusion="Conclusion",
+    subagent_conclusion="Conclusion",
+    subagent_sources="Sources",
+    cited="Sources",
     sources="Sources",
     status="Status",
     unknown="unknown",
@@ -244,6 +261,14 @@ EN = Labels(
     ),
     stub_work="The sub-agent work reported in this turn is in {link}.",
     stub_work_link="its turn file",
+    files="Files",
+    file_inline="inline",
+    file_expired="not downloaded: expired (the platform no longer serves it)",
+    file_no_channel="not downloaded: no download channel (a file of the cloud workspace)",
+    file_not_downloaded="not downloaded yet (`pplx-export assets-backfill --online` fetches it)",
+    file_unlisted="not among the thread's files",
+    shared_files="Shared files",
+    input_="Input",
 )
 
 ZH = Labels(
@@ -258,11 +283,12 @@ ZH = Labels(
     citations="引文",
     citations_n="引文 {n}",
     space="空间",
-    turn="Turn",
-    query="Query",
-    answer="Answer",
-    empty="(空)",
-    none="(无)",
+    turn="轮次",
+    query="提问",
+    answer="回答",
+    model_answer="答案",
+    empty="（空）",
+    none="（无）",
     plan="计划",
     work_process="工作过程",
     steps_n="{n} 步骤",
@@ -281,6 +307,9 @@ ZH = Labels(
     subagent_steps="子代理工作过程",
     subagent_payload_steps="子代理工作流",
     conclusion="结论",
+    subagent_conclusion="子代理结论",
+    subagent_sources="子代理引文",
+    cited="引文",
     sources="来源",
     status="状态",
     unknown="未知",
@@ -343,6 +372,14 @@ ZH = Labels(
     answer_rewritten="✎ 回答已被改写：平台以实验变体替换了此回答（原回答未存档）。",
     stub_work="本轮报告的子代理工作见{link}。",
     stub_work_link="本轮文件",
+    files="文件",
+    file_inline="内联",
+    file_expired="未下载：已过期（平台不再提供）",
+    file_no_channel="未下载：无下载通道（云端工作区文件）",
+    file_not_downloaded="尚未下载（`pplx-export assets-backfill --online` 可获取）",
+    file_unlisted="不在本线程的文件列表中",
+    shared_files="共享文件",
+    input_="输入",
 )
 
 CATALOGS = MappingProxyType({"en": EN, "zh": ZH})

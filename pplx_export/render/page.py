@@ -14,6 +14,7 @@ import re
 
 from pplx_export.models import Conversation
 from pplx_export.render.context import Ctx
+from pplx_export.render.files import relative
 from pplx_export.render.text import link, one_line
 from pplx_export.util.timefmt import us_to_iso
 
@@ -63,14 +64,6 @@ def turn_file(index: int) -> str:
     return f"turns/turn_{index:04d}.md"
 
 
-def _relative(rel: str, here: str) -> str:
-    """`rel` (relative to the thread directory) as seen from the page at `here`."""
-    if "/" not in here:
-        return rel
-    folder = here.rsplit("/", 1)[0] + "/"
-    return rel.removeprefix(folder) if rel.startswith(folder) else "../" + rel
-
-
 def nav_line(ctx: Ctx, here: str) -> str:
     """`> date · mode · space · links` for the page at `here` (a path relative to the
     thread directory): the thread on perplexity.ai, then the thread's other pages."""
@@ -94,5 +87,5 @@ def nav_line(ctx: Ctx, here: str) -> str:
     pages.append((lb.sources_title, "sources.md"))
     if conv.report is not None:
         pages.append((lb.report_title, "report.md"))
-    parts += [link(name, _relative(rel, here), ctx.flavor) for name, rel in pages if rel != here]
+    parts += [link(name, relative(rel, here), ctx.flavor) for name, rel in pages if rel != here]
     return "> " + " · ".join(parts)

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from pplx_export.models import CouncilModel, Step
 from pplx_export.render.context import Ctx
+from pplx_export.render.files import relative
 from pplx_export.render.items import source_lines
 from pplx_export.render.shown import Shown, item_atoms, step_atoms
 from pplx_export.render.text import (
@@ -33,7 +34,7 @@ def _tool(ctx: Ctx, step: Step, label: str) -> str:
     if not body:
         return ""
     when = step_time(step.body.time)
-    return f"**{label}**" + (f" ({when})" if when else "") + "\n\n" + body
+    return f"**{label}**" + (ctx.labels.par(when) if when else "") + "\n\n" + body
 
 
 def _code(ctx: Ctx, step: Step) -> str:
@@ -43,7 +44,7 @@ def _code(ctx: Ctx, step: Step) -> str:
     script = b.script.rstrip()
     if script:
         parts.append(
-            f"**{lb.code}**" + (f" ({lang})" if lang else "") + "\n\n" + fenced(script, lang)
+            f"**{lb.code}**" + (lb.par(lang) if lang else "") + "\n\n" + fenced(script, lang)
         )
     out = b.stdout.rstrip()
     if out:
@@ -55,6 +56,7 @@ def _code(ctx: Ctx, step: Step) -> str:
 
 
 def _council_round(step: Step) -> str:
+    """A COUNCIL_ROUND's queries and numbered sources (the caller labels the round)."""
     lines = [f"- `{q}`" for q in step.body.queries]
     lines += [f"  {n}. {link(src.name, src.url)}" for n, src in step.body.numbered]
     return "\n".join(lines)
@@ -64,14 +66,22 @@ def _council_research(ctx: Ctx, step: Step) -> str:
     """The plain council step: every model's own search steps and answer, folded per model."""
     lb = ctx.labels
     query = step.body.research_query.strip()
-    blocks = [f"**{lb.council_research}**" + (f": {one_line(query)}" if query else "")]
+    blocks = [f"**{lb.council_research}**" + (f"{lb.sep}{one_line(query)}" if query else "")]
     for state in step.body.models:
         body = [quote(demote(state.mock_thought, WORK_TOP))] if state.mock_thought else []
-        body += [render_step(ctx, s) for s in state.steps]
+        rounds = 0
+        for s in state.steps:
+            rendered = render_step(ctx, s)
+            if s.step_type == "COUNCIL_ROUND" and rendered:
+                rounds += 1
+                rendered = f"**{lb.round_.format(n=rounds)}**\n\n" + rendered
+            body.append(rendered)
         if state.answer.strip():
             answer = demote(state.answer.strip("\n"), WORK_TOP)
-            body.append(f"**{lb.answer}{lb.colon}**\n\n" + answer)
-        summary = f"{lb.model}: {state.model}" + (f" ({state.status})" if state.status else "")
+            body.append(f"**{lb.model_answer}{lb.colon}**\n\n" + answer)
+        summary = f"{lb.model}{lb.sep}{state.model}" + (
+            lb.par(state.status) if state.status else ""
+        )
         blocks.append(details(summary_text(summary), join_blocks(body), ctx.flavor))
     return join_blocks(blocks)
 
@@ -108,11 +118,14 @@ def render_step(ctx: Ctx, step: Step) -> str:
     if kind == "GET_URL_CONTENT":
         return _list(lb.read_pages, [f"- {link(u, u)}" for u in b.urls])
     if kind in ("LOAD_SKILL", "LOAD_SKILL_RESPONSE"):
-        return f"**{kind}**: " + ", ".join(b.names)
+        return f"**{kind}**{lb.sep}" + ", ".join(b.names)
     if kind == "RESEARCH_ANSWER":
-        line = f"**{lb.research_report}**: {one_line(b.title)}"
+        line = f"**{lb.research_report}**{lb.sep}{one_line(b.title)}"
         extra = [f"`{b.file_name}`"] if b.file_name else []
-        if b.url:
+        if ctx.conv.report is not None:
+            # The archived report, not the signed URL (it expires).
+            extra.append(link(lb.report_title, relative("report.md", ctx.page), ctx.flavor))
+        elif b.url:
             extra.append(link(b.url, b.url))
         return line + (" — " + " · ".join(extra) if extra else "")
     if kind == "CODE":
@@ -129,11 +142,11 @@ def render_step(ctx: Ctx, step: Step) -> str:
         return _list(lb.open_pages, [f"- {link(u, u)}" for u in b.urls])
     if kind == "CREATE_CHART":
         caption = b.caption.strip()
-        return f"**{lb.create_chart}**" + (f": {caption}" if caption else "")
+        return f"**{lb.create_chart}**" + (f"{lb.sep}{caption}" if caption else "")
     if kind == "GENERATE_IMAGE_RESULTS":
         lines = [
             f"- {link(img.url, img.url)}"
-            + (f" ({img.width}×{img.height})" if img.width and img.height else "")
+            + (lb.par(f"{img.width}×{img.height}") if img.width and img.height else "")
             for img in b.images
         ]
         return _list(lb.images, lines)

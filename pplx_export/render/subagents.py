@@ -15,6 +15,7 @@ from pplx_export.render.shown import Shown
 from pplx_export.render.steps import novel_steps, render_step, render_steps
 from pplx_export.render.text import (
     WORK_TOP,
+    bold,
     demote,
     details,
     join_blocks,
@@ -80,11 +81,11 @@ def interleave(
 def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     """Prompt, plan, work process, conclusion and citations of a mapped sub-agent."""
     lb = ctx.labels
-    meta = [f"{lb.run_id}: `{sub.sub_id}`"]
+    meta = [f"{lb.run_id}{lb.sep}`{sub.sub_id}`"]
     if sub.status:
-        meta.append(f"{lb.status}: `{sub.status}`")
+        meta.append(f"{lb.status}{lb.sep}`{sub.status}`")
     if wp.model:
-        meta.append(f"{lb.model}: `{wp.model}`")
+        meta.append(f"{lb.model}{lb.sep}`{wp.model}`")
     blocks = [quote(" · ".join(meta)), launcher_line(ctx, sub.sub_id)]
     # Two copies of the run exist: the workflow payload in the launching turn (titled steps,
     # may lag) and the background entry's step log (the parser's sub.steps). The payload is
@@ -136,10 +137,10 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     if is_the_answer(ctx, answer):
         # The run's answer is the turn's final answer (a turn that only waits for its
         # sub-agent): shown once, in the Answer section.
-        blocks.append(f"**{lb.conclusion}{lb.colon}** *{lb.to_answer}*")
+        blocks.append(f"**{lb.subagent_conclusion}{lb.colon}** *{lb.to_answer}*")
     elif answer.strip():
         blocks.append(
-            f"**{lb.conclusion}{lb.colon}**\n\n"
+            f"**{lb.subagent_conclusion}{lb.colon}**\n\n"
             + demote(model_links(norm(answer.strip("\n"))), WORK_TOP)
         )
     if (
@@ -152,7 +153,9 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     known = set(lines)
     lines += [c for c in cited if c not in known]
     if lines:
-        blocks.append(details(lb.sources + lb.par(str(len(lines))), "\n".join(lines), ctx.flavor))
+        blocks.append(
+            details(lb.subagent_sources + lb.par(str(len(lines))), "\n".join(lines), ctx.flavor)
+        )
     return blocks
 
 
@@ -190,7 +193,7 @@ def render_subagent_step(ctx: Ctx, i: int, step: WfStep) -> str:
             continue
         if wpi is not None and wpi.is_anchor and wpi.id in ctx.sub_map:
             other = ctx.sub_map[wpi.id]
-            blocks.append(f"**{lb.subagent}: {one_line(other.headline)}**")
+            blocks.append(bold(f"{lb.subagent}{lb.sep}{one_line(other.headline)}"))
             blocks += _sub_body(ctx, other, wpi)
             continue
         blocks.append(render_item(ctx, item))

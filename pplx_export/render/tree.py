@@ -31,6 +31,7 @@ from pplx_export.render.items import (
     render_user_questions,
     render_user_response,
 )
+from pplx_export.render.labels import Labels
 from pplx_export.render.latex import norm
 from pplx_export.render.shown import Shown, item_atoms
 from pplx_export.render.text import (
@@ -73,7 +74,8 @@ def render_item(ctx: Ctx, item: WfItem, depth: int = 0, seen: frozenset[int] = f
         return render_user_response(ctx, item)
     if kind == CONTENT:
         return render_content(item)
-    return f"*({kind or '?'}: {ctx.labels.unrendered})*"
+    lb = ctx.labels
+    return f"*{lb.par(f'{kind or chr(63)}{lb.sep}{lb.unrendered}').strip()}*"
 
 
 def render_workflow_item(ctx: Ctx, wp: WfPayload, depth: int, seen: frozenset[int]) -> str:
@@ -125,7 +127,7 @@ def flattened(ctx: Ctx, top: WfPayload, seen: frozenset[int]) -> str:
                 rendered = render_item(inner, item, MAX_DEPTH, path)
                 if rendered.strip():
                     parts.append(rendered)
-            label_line = step_label(step)
+            label_line = step_label(step, lb)
             if label_line or parts:
                 blocks.append(join_blocks([label_line, *parts]))
         if conclusion.strip():
@@ -139,23 +141,48 @@ def flattened(ctx: Ctx, top: WfPayload, seen: frozenset[int]) -> str:
     return join_blocks(out)
 
 
-def step_label(step: WfStep) -> str:
+def step_label(step: WfStep, lb: Labels) -> str:
     """`**title** (`tool`)` for a step inside a nested block ("" when it has neither)."""
     title = one_line(step.title)
     tool = step.tool_name
     label = bold(title)
     if tool:
-        label += f" (`{tool}`)" if label else f"(`{tool}`)"
+        label += lb.par(f"`{tool}`") if label else lb.par(f"`{tool}`").strip()
     return label
+
+
+def _kind_title(lb: Labels, step: WfStep) -> str:
+    """A title for a step that has none, from what it holds: a step of thoughts reads
+    `Thinking`, a step of answer text `Answer text` (a bare `### Step 3` says nothing)."""
+    kinds = {
+        item.text.variant if item.kind == TEXT else item.kind
+        for item in step.items
+        if item.kind != TEXT or item.text.text.strip()
+    }
+    if kinds and kinds <= {"thought", "thinking"}:
+        return lb.thinking
+    if kinds == {"answer"}:
+        return lb.intermediate_answer
+    for item in step.items:
+        if item.kind == WORKFLOW and item.workflow is not None:
+            return one_line(item.workflow.headline) or lb.nested
+        named = {USER_QUESTIONS: lb.asked_user, TODO_LIST: lb.task_list, QUERIES: lb.searching}
+        if item.kind in named:
+            return named[item.kind]
+    return ""
 
 
 def step_heading(ctx: Ctx, i: int, step: WfStep, title: str = "") -> str:
     """`### Step i · title (`tool`) — start → end · tag`."""
     lb = ctx.labels
     title = title or one_line(step.title)
+    if not title and step.tool_name == "share_file":
+        title = lb.shared_files
+    elif not title and not step.tool_name:
+        title = _kind_title(lb, step)
     head = f"### {lb.step} {i}" + (f" · {title}" if title else "")
     if step.tool_name:
-        head += f" (`{step.tool_name}`)"
+        head += lb.par(f"`{step.tool_name}`")
     head += time_range(step.started_at, step.completed_at)
     tag = lb.tag(step.status, ctx.locked_reason)
     if tag:
@@ -227,7 +254,7 @@ def nested_steps(
             rendered = render_item(inner, item, depth + 1, seen)
             if rendered.strip():
                 step_parts.append(rendered)
-        label = step_label(step)
+        label = step_label(step, ctx.labels)
         tag = ctx.labels.tag(step.status, ctx.locked_reason)
         if tag:
             label = f"{label} · {tag}" if label else tag
@@ -266,12 +293,12 @@ def nested(
 
     meta = []
     if wp.status:
-        meta.append(f"{lb.status}: `{wp.status}`")
+        meta.append(f"{lb.status}{lb.sep}`{wp.status}`")
     if wp.model:
-        meta.append(f"{lb.model}: `{wp.model}`")
+        meta.append(f"{lb.model}{lb.sep}`{wp.model}`")
     span = time_range(wp.started_at, wp.completed_at)
     if span:
-        meta.append(f"{lb.time}:{span.removeprefix(' —')}")
+        meta.append(f"{lb.time}{lb.sep}{span.removeprefix(' — ')}")
     blocks = [quote(" · ".join(meta))] if meta else []
     if wp.prompt.strip():
         blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(wp.prompt.strip("\n")))
@@ -282,5 +309,5 @@ def nested(
             + demote(model_links(norm(conclusion.strip("\n"))), WORK_TOP)
         )
     if cited:
-        blocks.append(f"**{lb.sources}{lb.colon}**\n\n" + "\n".join(cited))
+        blocks.append(f"**{lb.cited}{lb.colon}**\n\n" + "\n".join(cited))
     return details(summary, join_blocks(blocks), ctx.flavor)

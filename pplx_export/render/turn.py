@@ -6,6 +6,7 @@ from pplx_export.models import Turn
 from pplx_export.parse.mode_tables import WORKFLOW_MODES
 from pplx_export.render.cite import citation_lines, definitions, link_markers, turn_cites
 from pplx_export.render.context import Ctx
+from pplx_export.render.files import file_lines, unlinked
 from pplx_export.render.latex import norm
 from pplx_export.render.page import front_matter, nav_line, turn_file
 from pplx_export.render.plan import plan_block
@@ -65,6 +66,15 @@ def work_process(ctx: Ctx, turn: Turn) -> str:
     return join_blocks([f"## {lb.work_process}", steps]) if steps else ""
 
 
+def turn_files(ctx: Ctx, turn: Turn, page: str) -> str:
+    """`## Files`: what the turn produced that no step of the page has linked already."""
+    files = unlinked(ctx.labels, ctx.files.of_entry(turn.uuid), ctx.page, page)
+    if not files:
+        return ""
+    lines = file_lines(ctx.labels, files, ctx.page, ctx.flavor)
+    return join_blocks([f"## {ctx.labels.files}", lines])
+
+
 def render_turn(ctx: Ctx, turn: Turn) -> str:
     lb = ctx.labels
     answer = turn_answer(turn)
@@ -85,6 +95,8 @@ def render_turn(ctx: Ctx, turn: Turn) -> str:
         rewritten_note(ctx, turn),
         shown_answer,
     ]
+    if ctx.files.of_entry(turn.uuid):  # most turns made no file: no need to join the page
+        blocks.append(turn_files(ctx, turn, join_blocks(blocks)))
     cites = turn_cites(ctx, turn)
     if cites:
         blocks += [

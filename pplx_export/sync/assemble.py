@@ -8,25 +8,27 @@ processes and tests can substitute fakes.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pplx_export.archive.assets import local_files
+from pplx_export.archive.paths import thread_dir
 from pplx_export.archive.writer import WriteResult, write_thread
-from pplx_export.models import Conversation
+from pplx_export.models import Conversation, LocalFile
 from pplx_export.renderer_version import RENDERER_VERSION
 
 ParseFn = Callable[..., Conversation]
-RenderFn = Callable[[Conversation, str], dict[str, str]]
+RenderFn = Callable[[Conversation, str, Sequence[LocalFile]], dict[str, str]]
 ReportFn = Callable[[Conversation, str, str], str]
 
 
 @dataclass(frozen=True)
 class Engine:
     parse: ParseFn  # parse_thread(plain, blocks, index_row, *, web_uuid, url, export_via, ...)
-    render: RenderFn  # render_thread(conv, lang) -> {relpath: text}, in `flavor`
+    render: RenderFn  # render_thread(conv, lang, local files) -> {relpath: text}, in `flavor`
     render_report: ReportFn  # render_report(conv, body, lang) -> report.md text, in `flavor`
     version: str  # RENDERER_VERSION: part of the --changed-only fingerprint
     # The render flavour the two render functions write ("github" or "obsidian"): part of
@@ -40,9 +42,11 @@ def _parse(*args: Any, **kwargs: Any) -> Conversation:
     return result
 
 
-def _render(conv: Conversation, lang: str, flavor: str = "github") -> dict[str, str]:
+def _render(
+    conv: Conversation, lang: str, local: Sequence[LocalFile] = (), flavor: str = "github"
+) -> dict[str, str]:
     render_mod: Any = importlib.import_module("pplx_export.render")
-    result: dict[str, str] = render_mod.render_thread(conv, lang, flavor)
+    result: dict[str, str] = render_mod.render_thread(conv, lang, flavor, local)
     return result
 
 
@@ -73,10 +77,19 @@ def preload_engine() -> None:
 
 
 def render_files(
-    engine: Engine, conv: Conversation, lang: str, report_body: str | None
+    engine: Engine,
+    conv: Conversation,
+    lang: str,
+    report_body: str | None,
+    directory: Path | None = None,
 ) -> dict[str, str]:
-    """Every derived file of a thread; report.md only when a report body is known."""
-    files = dict(engine.render(conv, lang))
+    """Every derived file of a thread; report.md only when a report body is known.
+
+    `directory` is where the thread is (or is about to be) written: its files (manifest,
+    downloads under `assets/files/`) are what the pages link. The render itself never
+    reads the disk; it is given the list."""
+    local = local_files(conv.assets, directory) if directory is not None else []
+    files = dict(engine.render(conv, lang, local))
     if report_body is not None and conv.report is not None:
         files["report.md"] = engine.render_report(conv, report_body, lang)
     return files
@@ -98,7 +111,12 @@ def export_conversation(
     `archive.writer.prepare_thread_dir` to learn the directory before downloading).
     """
     engine = engine or default_engine()
-    rendered = render_files(engine, conv, lang, report_body)
+    # Without `dest`, the directory write_thread will settle on (older directories of the
+    # thread are merged into it there); the online pipeline passes it, downloads done.
+    where = dest or thread_dir(
+        root, account_folder, conv.mode, conv.last_updated, conv.title, conv.web_uuid
+    )
+    rendered = render_files(engine, conv, lang, report_body, where)
     return write_thread(
         root,
         conv,

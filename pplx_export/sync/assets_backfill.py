@@ -64,6 +64,7 @@ from pplx_export.sync.accounts import AccountSessions, AuthStreak, OpenApi, acco
 from pplx_export.sync.assemble import default_engine, export_conversation
 from pplx_export.sync.fetch_assets import download_assets, fetch_report_body
 from pplx_export.sync.progress import progress_reporter
+from pplx_export.sync.rerender_thread import rerender_thread
 from pplx_export.util.atomic import fsync_dir, write_if_changed
 from pplx_export.util.jsontext import loads
 from pplx_export.util.lenient import as_dict, dicts
@@ -204,7 +205,7 @@ def _offline_one(thread_dir: Path, result: AssetsResult) -> None:
     names = asset_files.inline_file_names(assets)
     for a in asset_files.inline_assets(assets):
         rel = f"{asset_files.FILES_DIR}/{names[id(a)]}"
-        if write_if_changed(thread_dir / rel, a.inline_content, durable=True):
+        if write_if_changed(thread_dir / rel, asset_files.inline_text(a), durable=True):
             result.inline_written += 1
         a.downloaded_to = rel
     old = asset_files.load_manifest(thread_dir)
@@ -366,7 +367,8 @@ def _online_phase(
                 _fresh_urls(opts, sessions, thread, missing, result, streak)
             finally:
                 # Whatever was learned so far is kept, even when an auth stop ends the run.
-                _download_all(thread, manifest, missing, result)
+                if _download_all(thread, manifest, missing, result):
+                    _relink(opts, thread, result)
             for _ in missing:
                 bar.advance(thread.get("title"))
 
@@ -428,12 +430,22 @@ def _fresh_urls(
             break
 
 
+def _relink(opts: RunOptions, thread: ArchivedThread, result: AssetsResult) -> None:
+    """Render the thread's pages again (offline, in place): they link the files just
+    downloaded and say which ones expired, instead of "not downloaded yet"."""
+    rel = thread.dir.relative_to(opts.out).as_posix()
+    outcome = rerender_thread(opts.out, rel, lang=opts.lang)
+    if outcome.status == "failed":
+        result.failures.append((f"{thread.uuid} pages", outcome.error[:ERROR_MAX]))
+
+
 def _download_all(
     thread: ArchivedThread,
     manifest: JSON,
     missing: list[_Missing],
     result: AssetsResult,
-) -> None:
+) -> bool:
+    """Place the downloads and record them in the manifest; True when it changed."""
     files_dir = thread.dir / asset_files.FILES_DIR
     todo = [m for m in missing if m.url and m.api is not None]
     if todo:
@@ -469,6 +481,7 @@ def _download_all(
             write_if_changed(
                 thread.dir / asset_files.MANIFEST, asset_files.dump_manifest(manifest), durable=True
             )
+    return changed
 
 
 def _fetch(api: PerplexityAPI | None, url: str, files_dir: Path) -> tuple[Path | None, str]:

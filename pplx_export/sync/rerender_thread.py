@@ -209,7 +209,7 @@ def _rerender_thread(
     if conv.raw_blocks is None and blocks is not None:
         conv.raw_blocks = blocks
     report_body = load_report_body(directory, conv)
-    rendered = render_files(engine, conv, lang, report_body)
+    rendered = render_files(engine, conv, lang, report_body, directory)
     result = write_thread(
         root,
         conv,

@@ -269,7 +269,7 @@ def _check_thread(check: ThreadCheck, root: Path, rel: str, lang: str, flavor: s
         conv.raw_plain = plain
     if conv.raw_blocks is None and blocks is not None:
         conv.raw_blocks = blocks
-    rendered = render_files(engine, conv, lang, load_report_body(directory, conv))
+    rendered = render_files(engine, conv, lang, load_report_body(directory, conv), directory)
     result = write_thread(
         root,
         conv,
