@@ -25,6 +25,50 @@ def has_live_token(data: bytes) -> bool:
     return _LIVE_TOKEN.search(data) is not None
 
 
+# A token key where json.dumps puts a key (after "{" or ", ": an unescaped quote, so the
+# start of a string, and a string followed by ": " is a key), with a string value.
+_TOKEN_KEY = b'"read_write_token"'
+_TOKEN_ITEM = re.compile(rb'(?<=[{ ])"read_write_token": "((?:[^"\\]|\\.)*)"')
+_REDACTED_ITEM = b'"read_write_token": "<redacted>"'
+# Bytes json.dumps(ensure_ascii=False) never writes: a newline (indented) or a \u escape of
+# anything but a control character (ensure_ascii). Such a file is re-encoded as before.
+# (Only an odd run of backslashes before the u is an escape: `\\u` is a backslash and a u.)
+_NOT_DUMPS_LAYOUT = re.compile(rb"\n|(?<!\\)(?:\\\\)*\\u(?!00[01][0-9a-fA-F])")
+
+
+def redact_token_bytes(data: bytes) -> tuple[bytes, int] | None:
+    """`redact_tokens` on the file's bytes: `data` with each live token value replaced in
+    place, and the count; every other byte stays as it was (for a file of the earlier tool,
+    that is `dump_raw(redact_tokens(json.loads(data))[0])`, without decoding or encoding).
+
+    None when the bytes do not allow it: a token key that is not a key with a string value
+    in json.dumps' layout (a null or numeric token, a key or value that merely contains the
+    name, other separators), or a layout json.dumps does not write (indented, ASCII-escaped).
+    The caller then redacts the parsed document and encodes it.
+    """
+    if _NOT_DUMPS_LAYOUT.search(data):
+        return None
+    items = _TOKEN_ITEM.findall(data)
+    if len(items) != data.count(_TOKEN_KEY):
+        return None
+    count = 0
+
+    def replace(match: re.Match[bytes]) -> bytes:
+        nonlocal count
+        value = match.group(1)
+        if b"\\" in value:  # escaped: compare what it decodes to, as the tree walk does
+            text = json.loads(b'"' + value + b'"')
+        else:
+            text = value.decode("utf-8", "surrogateescape")
+        if text in ("", REDACTED):
+            return match.group(0)
+        count += 1
+        return _REDACTED_ITEM
+
+    out = _TOKEN_ITEM.sub(replace, data)
+    return out, count
+
+
 def redact_tokens(obj: Any) -> tuple[Any, int]:
     """A copy of `obj` with every non-empty `read_write_token` value replaced, and the count.
 

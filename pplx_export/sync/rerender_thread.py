@@ -174,6 +174,10 @@ def _rerender_thread(
         else:
             known[name] = hashlib.sha256(data).hexdigest()
             redact = redact or has_live_token(data)
+    # Kept only to redact in place (see FastPath.raw_bytes); otherwise freed before the parse.
+    raw_bytes = {RAW_ENTRIES: plain_bytes} if redact else None
+    if raw_bytes is not None and blocks_bytes is not None:
+        raw_bytes[RAW_BLOCKS] = blocks_bytes
     del plain_bytes, blocks_bytes
     # Imported here: a --changed-only no-op run never parses, and the parser is not free to import.
     from pplx_export.parse.thread import row_from_thread_json
@@ -207,7 +211,11 @@ def _rerender_thread(
         log_variants=False,
         dry_run=dry_run,
         fast=FastPath(
-            inside_root=dir_checked, thread_doc=doc, thread_stat=doc_stat, recorded=recorded
+            inside_root=dir_checked,
+            thread_doc=doc,
+            thread_stat=doc_stat,
+            recorded=recorded,
+            raw_bytes=raw_bytes,
         ),
     )
     # A raw file the writer rewrote (token redaction) has its new stat in result.stats.
