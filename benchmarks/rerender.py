@@ -26,9 +26,12 @@ Measured, each in a process of its own (best of --repeat; noise only ever adds t
                start, imports, render state), timed against the floor as a whole process too
 
 For each: seconds, threads/s, CPU seconds per thread (workers included), peak RSS (the
-largest process; workers included) and the ratio to each floor. Then the goals of issue 18,
-each with "met" or "MISSED" and the archive it was measured on. With several --n the peak
-RSS of each kind is compared across sizes (flat memory: the same at every N).
+largest process; workers included) and the ratio to each floor. The goals are on wall time;
+the ratio of CPU seconds is printed beside it, as a check when other work loads the machine
+(wall time then grows, CPU time much less; for a run of several workers it is their sum).
+Then the goals of issue 18, each with "met" or "MISSED" and the archive it was measured on.
+With several --n the peak RSS of each kind is compared across sizes (flat memory: the same
+at every N).
 """
 
 from __future__ import annotations
@@ -290,7 +293,7 @@ def report(name: str, n: int, results: dict[str, dict[str, float]], pristine: Pa
     floors = {k: results[k]["seconds"] for k in ("floor", "floor-full", "floor-msgspec")}
     print(
         f"  {'kind':14s} {'seconds':>8s} {'thr/s':>7s} {'cpu ms/thr':>10s} {'peak MiB':>8s}"
-        f" {'x floor':>8s} {'x full':>7s} {'x msgspec':>9s}"
+        f" {'x floor':>8s} {'x full':>7s} {'x msgspec':>9s} {'cpu x floor':>11s}"
     )
     for kind, r in results.items():
         rate = r["threads"] / r["seconds"] if r["seconds"] else float("inf")
@@ -298,14 +301,19 @@ def report(name: str, n: int, results: dict[str, dict[str, float]], pristine: Pa
             f"{r['seconds'] / floors[f]:{w}.2f}"
             for f, w in (("floor", 8), ("floor-full", 7), ("floor-msgspec", 9))
         )
+        cpu_ratio = r["cpu"] / results["floor"]["cpu"]
         print(
             f"  {kind:14s} {r['seconds']:8.3f} {rate:7.0f} {1000 * r['cpu'] / r['threads']:10.2f}"
-            f" {r['peak_kib'] / 1024:8.1f} {ratios}"
+            f" {r['peak_kib'] / 1024:8.1f} {ratios} {cpu_ratio:11.2f}"
         )
     for kind, against, goal, what in GOALS:
         ratio = results[kind]["seconds"] / results[against]["seconds"]
         verdict = "met" if ratio <= goal else "MISSED"
-        print(f"  {what}: {ratio:.2f}x (goal <= {goal:g}) {verdict}  [{name}, N = {n}]")
+        cpu = results[kind]["cpu"] / results[against]["cpu"]
+        print(
+            f"  {what}: {ratio:.2f}x (goal <= {goal:g}) {verdict}  [{name}, N = {n}]"
+            f"  (CPU seconds: {cpu:.2f}x)"
+        )
 
 
 def report_flat(name: str, by_n: dict[int, dict[str, dict[str, float]]]) -> None:
