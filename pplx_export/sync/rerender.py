@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.paths import iter_thread_rels
@@ -32,11 +33,12 @@ from pplx_export.archive.variants import append_variant_log, warn_variants
 from pplx_export.context import RunOptions
 from pplx_export.errors import DiskFull, UsageError
 from pplx_export.models import JSON
-from pplx_export.search.index import IndexUpdater
 from pplx_export.sync.assemble import Engine, default_engine, preload_engine
 from pplx_export.sync.progress import progress_reporter
-from pplx_export.sync.rerender_pool import WorkItem, auto_jobs, outcomes
 from pplx_export.sync.rerender_thread import ThreadOutcome
+
+if TYPE_CHECKING:
+    from pplx_export.sync.rerender_pool import WorkItem
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +128,8 @@ def rerender(
 ) -> RerenderSummary:
     """Re-render every thread under `root` and return the counts (never raises per thread).
 
-    `jobs` worker processes render in parallel; 0 picks `auto_jobs` for the work found."""
+    `jobs` worker processes render in parallel; 0 picks `rerender_pool.auto_jobs` for the
+    work found."""
     started = time.monotonic()
     root = Path(root)
     engine = engine or default_engine()
@@ -154,13 +157,20 @@ def rerender(
                 on_progress(o)
             continue
         todo.append((rel, state.get(rel), rel not in symlinked))
-    if jobs == 0:
-        jobs = auto_jobs(len(todo))
-    if jobs > 1 and todo:
-        preload_engine()  # before the fork, so no worker imports them again
-    search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
+    # The pool and the search index are imported only when there is work: a no-op
+    # `--changed-only` run is mostly interpreter start-up, and they are most of its imports.
+    if todo:
+        from pplx_export.search.index import IndexUpdater
+        from pplx_export.sync.rerender_pool import auto_jobs, outcomes
+
+        if jobs == 0:
+            jobs = auto_jobs(len(todo))
+        if jobs > 1:
+            preload_engine()  # before the fork, so no worker imports them again
+        search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
+        rendered = outcomes(root, todo, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine)
     try:
-        for o in outcomes(root, todo, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine):
+        for o in rendered if todo else ():
             if o.disk_full:
                 # Every later write would fail the same way: stop at once, one line.
                 raise DiskFull(o.disk_full)
@@ -180,7 +190,8 @@ def rerender(
             if dirty and not dry_run and summary.total % STATE_CHECKPOINT == 0:
                 _save_state(root, state)
                 dirty = False
-        search_index.close()
+        if todo:
+            search_index.close()
     finally:
         if not dry_run and dirty:
             _save_state(root, state)
