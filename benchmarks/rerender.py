@@ -48,6 +48,7 @@ import sys
 import tempfile
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,7 @@ def floor(kind: str, root: Path) -> int:
 def child(kind: str, root: Path, jobs: int) -> None:
     if not kind.startswith("floor"):
         from pplx_export.sync.rerender import rerender  # import time is not re-render time
+    before = _usage()
     started = time.perf_counter()
     if kind.startswith("floor"):
         floor(kind, root)
@@ -158,7 +160,9 @@ def child(kind: str, root: Path, jobs: int) -> None:
         if summary.failed:
             raise SystemExit(f"{summary.failed} threads failed: {summary.failures[:3]}")
         threads = summary.total
-    print(json.dumps({"seconds": seconds, "threads": threads, **_usage()}))
+    after = _usage()
+    after["cpu"] -= before["cpu"]  # the timed part only, like `seconds`
+    print(json.dumps({"seconds": seconds, "threads": threads, **after}))
 
 
 def _usage() -> dict[str, float]:
@@ -265,26 +269,38 @@ def fresh_copy(pristine: Path, dest: Path) -> Path:
 
 
 def run(
-    name: str, n: int, repeat: int, cache: Path, src: Path, work: Path
-) -> dict[str, dict[str, float]]:
+    name: str, n: int, repeat: int, cache: Path, srcs: list[Path], work: Path
+) -> list[dict[str, dict[str, float]]]:
+    """Every measurement for each checkout in `srcs`, taken in turns (A B A B ...) so that
+    a load that comes and goes on the shared machine weighs on each alike."""
     pristine = build(name, n, cache)
     home = work / "home"
     home.mkdir(parents=True, exist_ok=True)
-    results: dict[str, dict[str, float]] = {}
-    for kind in ("floor", "floor-full", "floor-msgspec"):
-        results[kind] = best([measure(kind, pristine, 1, src, home) for _ in range(repeat)])
-    procs = [measure_process("floor-process", pristine, src, home) for _ in range(repeat)]
-    results["floor-process"] = best(procs)
-    firsts = []
-    for _ in range(repeat):
-        root = fresh_copy(pristine, work / "archive")
-        firsts.append(measure("first", root, 0, src, home))
-    results["first"] = best(firsts)
-    results["full"] = best([measure("full", root, 0, src, home) for _ in range(repeat)])
-    results["full-j1"] = best([measure("full", root, 1, src, home) for _ in range(repeat)])
-    results["noop"] = best([measure_process("noop", root, src, home) for _ in range(repeat)])
-    shutil.rmtree(work / "archive", ignore_errors=True)
-    return results
+    runs: list[dict[str, list[dict[str, float]]]] = [{} for _ in srcs]
+
+    def each(kind: str, measure_one: Any) -> None:
+        for _ in range(repeat):
+            for i, src in enumerate(srcs):
+                runs[i].setdefault(kind, []).append(measure_one(i, src))
+
+    # The floors import nothing of the project: measured once, the same for every checkout.
+    for kind in ("floor", "floor-full", "floor-msgspec", "floor-process"):
+        how = measure_process if kind == "floor-process" else partial(measure, jobs=1)
+        floor = [how(kind, pristine, src=srcs[0], home=home) for _ in range(repeat)]
+        for per_src in runs:
+            per_src[kind] = floor
+    roots = [work / f"archive-{i}" for i in range(len(srcs))]
+
+    def first(i: int, src: Path) -> dict[str, float]:
+        return measure("first", fresh_copy(pristine, roots[i]), 0, src, home)
+
+    each("first", first)
+    each("full", lambda i, src: measure("full", roots[i], 0, src, home))
+    each("full-j1", lambda i, src: measure("full", roots[i], 1, src, home))
+    each("noop", lambda i, src: measure_process("noop", roots[i], src, home))
+    for root in roots:
+        shutil.rmtree(root, ignore_errors=True)
+    return [{kind: best(r) for kind, r in per_src.items()} for per_src in runs]
 
 
 def report(name: str, n: int, results: dict[str, dict[str, float]], pristine: Path) -> None:
@@ -345,7 +361,11 @@ def main() -> None:
     ap.add_argument("--archives", nargs="+", default=["fixtures", "corpus"])
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="built archives, kept")
     ap.add_argument(
-        "--src", type=Path, default=REPO, help="the checkout whose pplx_export is measured"
+        "--src",
+        type=Path,
+        nargs="+",
+        default=[REPO],
+        help="the checkout(s) whose pplx_export is measured (several: A/B, taken in turns)",
     )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--root", type=Path, default=None, help=argparse.SUPPRESS)
@@ -354,25 +374,31 @@ def main() -> None:
     if args.child:
         child(args.child, args.root, args.jobs)
         return
-    src = args.src.resolve()
-    sys.path.insert(0, str(src))
+    srcs = [s.resolve() for s in args.src]
+    sys.path.insert(0, str(srcs[0]))
     # Bytecode as an installed package has it (pip compiles on install), even where
     # PYTHONDONTWRITEBYTECODE is set: otherwise every timed run would compile what it imports.
-    compileall.compile_dir(src / "pplx_export", quiet=1)
+    for src in srcs:
+        compileall.compile_dir(src / "pplx_export", quiet=1)
     names = [a for a in args.archives if a != "corpus" or (CORPUS.is_dir() and REPLICATE.exists())]
     if "corpus" in args.archives and "corpus" not in names:
         print(f"(no corpus at {CORPUS}: measuring the fixtures only)")
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    print(f"src {src}; load: {uptime}")
+    print(f"src {' vs '.join(map(str, srcs))}; load: {uptime}")
     work = Path(tempfile.mkdtemp(prefix="pplx-bench-"))
     try:
         for name in names:
-            by_n = {}
+            by_n: list[dict[int, dict[str, dict[str, float]]]] = [{} for _ in srcs]
             for n in args.n:
-                by_n[n] = run(name, n, args.repeat, args.cache, src, work)
-                report(name, n, by_n[n], args.cache / f"{name}-{n}")
-            if len(by_n) > 1:
-                report_flat(name, by_n)
+                results = run(name, n, args.repeat, args.cache, srcs, work)
+                for i, src in enumerate(srcs):
+                    by_n[i][n] = results[i]
+                    print(f"\n== {src}")
+                    report(name, n, results[i], args.cache / f"{name}-{n}")
+            for i, src in enumerate(srcs):
+                if len(args.n) > 1:
+                    print(f"\n== {src}")
+                    report_flat(name, by_n[i])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()

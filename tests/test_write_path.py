@@ -162,6 +162,13 @@ def test_other_layouts_are_left_to_the_tree(data: bytes) -> None:
     assert redact_token_bytes(data) is None
 
 
+def test_control_characters_are_escaped_in_the_earlier_tools_layout_too() -> None:
+    data = dump_raw({"text": "a\x01b\x1f", "read_write_token": "t"})
+    assert b"\\u0001" in data and data.isascii()
+    want = dump_raw({"text": "a\x01b\x1f", "read_write_token": "<redacted>"})
+    assert redact_token_bytes(data) == (want, 1)
+
+
 def test_escaped_backslash_u_is_not_an_ascii_escape() -> None:
     data = dump_raw({"text": "\\u793a", "read_write_token": "t"})
     assert redact_token_bytes(data) == (
@@ -189,11 +196,12 @@ def test_rerender_redacts_in_the_bytes_with_the_earlier_tools_bytes(
 ) -> None:
     root, thread = _earlier_tool_archive(tmp_path)
     before = {f.name: json.loads(f.read_bytes()) for f in thread.glob("raw_*.json")}
-    fsynced: list[int] = []
+    live = [f for f in thread.glob("raw_*.json") if has_live_token(f.read_bytes())]
+    fsynced: list[str] = []
     real_fsync = os.fsync
 
     def fsync(fd: int) -> None:
-        fsynced.append(fd)
+        fsynced.append(os.readlink(f"/proc/self/fd/{fd}"))  # Linux; the test runs there
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
@@ -206,7 +214,11 @@ def test_rerender_redacts_in_the_bytes_with_the_earlier_tools_bytes(
         want, _ = redact_tokens(doc)
         assert (thread / name).read_bytes() == dump_raw(want)
         assert not has_live_token((thread / name).read_bytes())
-    assert len(fsynced) >= 2  # durable: the raw file and its directory
+    # Durable: each rewritten raw file, then their directory once (no derived file is synced).
+    # (A file is synced under its temp name, before the rename.)
+    assert fsynced.count(str(thread)) == 1, fsynced
+    temps = [p for p in fsynced if p.startswith(str(thread / TEMP_PREFIX))]
+    assert len(temps) == len(live), fsynced
     assert not list(thread.rglob(f"{TEMP_PREFIX}*"))
 
 

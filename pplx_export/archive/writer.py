@@ -39,7 +39,7 @@ from pplx_export.archive.thread_json import (
 from pplx_export.archive.variants import append_variant_log, variant_records, warn_variants
 from pplx_export.errors import ArchiveError
 from pplx_export.models import JSON, Conversation
-from pplx_export.util.atomic import atomic_write_bytes
+from pplx_export.util.atomic import atomic_write_bytes, fsync_dir
 from pplx_export.util.jsontext import identical
 from pplx_export.util.timefmt import format_utc
 
@@ -100,10 +100,12 @@ class _Sink:
         *,
         durable: bool,
         known: tuple[int, int, str] | None = None,
-    ) -> None:
-        """Write `rel` unless it holds `data` already. `known` is a trusted `(size, mtime_ns,
-        sha256)` record of the file: when size and mtime still match, the digest decides
-        without reading the file."""
+        sync_dir: bool = True,
+    ) -> bool:
+        """Write `rel` unless it holds `data` already; True when written (or, in a dry run,
+        when it would be). `known` is a trusted `(size, mtime_ns, sha256)` record of the
+        file: when size and mtime still match, the digest decides without reading the file.
+        `sync_dir=False`: a durable write leaves the directory fsync to the caller."""
         raw = data.encode("utf-8") if isinstance(data, str) else data
         digest = hashlib.sha256(raw).hexdigest()
         self.result.digests[rel] = digest
@@ -112,19 +114,20 @@ class _Sink:
             stat = (st.st_size, st.st_mtime_ns)
             if known is not None and known == (*stat, digest):
                 self._unchanged(rel, stat)
-                return
+                return False
             try:
                 same = (self.directory / rel).read_bytes() == raw
             except OSError:
                 same = False
             if same:
                 self._unchanged(rel, stat)
-                return
+                return False
         self.result.written.append(rel)
         if self.dry_run:
-            return
-        st = atomic_write_bytes(self.base + rel, raw, durable=durable)
+            return True
+        st = atomic_write_bytes(self.base + rel, raw, durable=durable, sync_dir=sync_dir)
         self.result.stats[rel] = (st.st_size, st.st_mtime_ns)
+        return True
 
     def still(
         self, rel: str, known: tuple[int, int, str], stat: tuple[int, int] | None = None
@@ -450,6 +453,7 @@ def _write_raw(
         raise ArchiveError(f"thread {conv.web_uuid}: no raw plain response to store")
     if conv.raw_blocks is not None:
         docs.append((RAW_BLOCKS, conv.raw_blocks))
+    written = False
     for rel, doc in docs:
         count = 0
         data: bytes | None = None
@@ -463,4 +467,8 @@ def _write_raw(
             sink.result.redacted_tokens += count
         # Offline, raw files are the input: rewritten only to take a write token out.
         if source == "online" or count:
-            sink.put(rel, data if data is not None else dump_raw(doc), durable=True)
+            data = data if data is not None else dump_raw(doc)
+            # Both raw files live in one directory: one fsync of it after both renames.
+            written = sink.put(rel, data, durable=True, sync_dir=False) or written
+    if written and not sink.dry_run:
+        fsync_dir(sink.directory)

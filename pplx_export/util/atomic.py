@@ -28,7 +28,12 @@ def fsync_dir(directory: Path) -> None:
 
 
 def atomic_write_bytes(
-    path: Path | str, data: bytes, *, durable: bool = False, mode: int | None = None
+    path: Path | str,
+    data: bytes,
+    *,
+    durable: bool = False,
+    mode: int | None = None,
+    sync_dir: bool = True,
 ) -> os.stat_result:
     """Write `data` to `path` atomically. `mode` (e.g. 0o600) applies from the first byte.
 
@@ -37,6 +42,8 @@ def atomic_write_bytes(
     system calls: the temp file is named from the pid and a counter (no random names to
     try), created with its mode in the one `open`, written with `os.write` (no buffered
     file object), and its parent is created only when the `open` says it is missing.
+    `sync_dir=False` leaves the directory fsync of a durable write to the caller, who writes
+    several files in one directory and syncs it once after the last rename.
     """
     target = os.fspath(path)
     directory = os.path.dirname(target) or os.curdir
@@ -59,7 +66,7 @@ def atomic_write_bytes(
         if isinstance(exc, OSError) and exc.filename is None:
             exc.filename = target  # a failed write() names no file: say which one
         raise
-    if durable:
+    if durable and sync_dir:
         fsync_dir(Path(directory))
     return st
 
