@@ -1,16 +1,22 @@
 """Benchmark the online pipeline against the emulator: requests and wall time of a sync.
 
-    python benchmarks/sync.py [--n 500] [--latency-ms 50] [--page-size 2] [--keep DIR]
+    python benchmarks/sync.py [--n 500] [--interval 0.05] [--latency-ms 10] [--page-size 2]
 
 Builds a library of N threads (clones of tests/fixtures/archive with fresh UUIDs and titles,
 all five modes; with the default page size 2 the longer threads span two pages), serves it
-from the emulator in its own process with `latency=<L>ms` (pacing 0 on the client), then
-runs, each as the real CLI in a subprocess:
+from the emulator in its own process with `latency=<L>ms`, and paces the client as in real
+use, only faster: `min_interval = --interval` (the real default is 3 s; `--interval 0`
+turns pacing off). Then runs, each as the real CLI in a subprocess:
 
 * index    the first full listing
-* batch    the full export; wall time against the lower bound (API requests issued x L:
-           the emulator sleeps L before every API answer; CDN downloads and the session
-           probe are not delayed), requests issued against the minimum needed
+* batch    the full export; wall time against two lower bounds, and requests issued
+           against the minimum needed:
+           paced bound   every API request after the first waits the interval, the first
+                         page of each schematized fetch 4/3 of it (protocol: 4 s vs 3 s);
+                         the pacer's +-25 % jitter averages out. CDN downloads bypass it.
+           latency bound API requests the emulator delayed x L (not the probe or the CDN)
+           A real export is paced: wall / paced bound is the figure that matters, and the
+           overhead per thread is what the tool adds to the waiting it must do.
 * sync     with nothing changed: its requests and time
 
 Minimum requests = session probe + library pages (ceil(N / 25)) + every thread's plain pages
@@ -40,7 +46,10 @@ sys.path.insert(0, str(HERE))
 
 from rerender import generate  # noqa: E402  (benchmarks/ is not a package)
 
-from pplx_export.perplexity.constants import LIBRARY_PAGE_SIZE  # noqa: E402
+from pplx_export.perplexity.constants import (  # noqa: E402
+    BLOCKS_PACE_SCALE,
+    LIBRARY_PAGE_SIZE,
+)
 
 CLI = "from pplx_export.cli.export import run; run()"
 ACCOUNT = "maya"
@@ -133,13 +142,34 @@ def minimum_requests(library: Path, out: Path, page_size: int) -> dict[str, int]
     }
 
 
+def paced_bound(stats: dict[str, Any], interval: float) -> tuple[float, int, int]:
+    """The paced lower bound of a run, from the requests it issued: (seconds, API requests,
+    schematized fetches). Every API request after the first waits `interval`; the first
+    page of a schematized fetch (one per thread that has blocks) waits 4/3 of it."""
+    api = int(stats["requests"]) - int(stats["by_endpoint"].get(FILES, 0))
+    schematized = int(stats.get("schematized_fetches", 0))
+    plain_waits = max(0, api - 1 - schematized)
+    return interval * (plain_waits + schematized * BLOCKS_PACE_SCALE), api, schematized
+
+
+def schematized_fetches(stats: dict[str, Any], library: Path) -> int:
+    """Schematized fetches of the run: one per thread fetched whose mode has blocks."""
+    with_blocks = {
+        json.loads((p.parent / "thread.json").read_text("utf-8"))["web_uuid"]
+        for p in library.glob("*/*/*/raw_blocks.json")
+    }
+    return sum(1 for uuid in stats["by_thread"] if uuid in with_blocks)
+
+
 def delayed(stats: dict[str, Any]) -> int:
     """Requests the emulator answered after the latency (API calls, not probe or CDN)."""
     by = stats["by_endpoint"]
     return int(stats["total"]) - int(by.get(FILES, 0)) - int(by.get(SESSION, 0))
 
 
-def run(n: int, latency_ms: int, page_size: int, keep: Path | None) -> dict[str, Any]:
+def run(
+    n: int, latency_ms: int, page_size: int, keep: Path | None, interval: float
+) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="pplx-sync-bench-"))
     work = keep or tmp / "work"
     library = tmp / "library"
@@ -151,13 +181,18 @@ def run(n: int, latency_ms: int, page_size: int, keep: Path | None) -> dict[str,
         generate(library, n, fresh_titles=True)
         proc, base_url = start_emulator(library, latency_ms, page_size)
         (work / "config.toml").write_text(
-            "[network]\nmin_interval = 0\nbackoff_cap = 0\n\n"
+            f"[network]\nmin_interval = {interval}\nbackoff_cap = 0\n\n"
             f'[accounts.{ACCOUNT}]\nemail = "{EMAIL}"\n',
             "utf-8",
         )
         cookies = {"__Secure-next-auth.session-token": "emulator-session-token-alice"}
         (work / "cookies.json").write_text(json.dumps(cookies), "utf-8")
-        results: dict[str, Any] = {"n": n, "latency_ms": latency_ms, "page_size": page_size}
+        results: dict[str, Any] = {
+            "n": n,
+            "latency_ms": latency_ms,
+            "page_size": page_size,
+            "interval": interval,
+        }
         for name, args in (("index", ("index",)), ("batch", ("batch",)), ("sync", ("sync",))):
             control(base_url, "POST", "/__emulator/reset-stats")
             seconds = run_cli(work, base_url, *args)
@@ -168,6 +203,7 @@ def run(n: int, latency_ms: int, page_size: int, keep: Path | None) -> dict[str,
                 "delayed": delayed(stats),
                 "by_endpoint": stats["by_endpoint"],
                 "threads_fetched": len(stats["by_thread"]),
+                "schematized_fetches": schematized_fetches(stats, library),
             }
         results["minimum"] = minimum_requests(library, work / "out", page_size)
         exported = len(list((work / "out").glob("*/*/*/thread.json")))
@@ -186,6 +222,7 @@ def report(r: dict[str, Any]) -> None:
     # The batch reuses the index run's listing: its own minimum has no library pages.
     batch_min = minimum["total"] - minimum["library_pages"]
     floor = batch["delayed"] * latency
+    paced, api, schematized = paced_bound(batch, r["interval"])
     print(
         f"N = {r['n']} threads, latency {r['latency_ms']} ms, page size {r['page_size']}, "
         f"{r['exported']} exported"
@@ -199,11 +236,18 @@ def report(r: dict[str, Any]) -> None:
         f"(minimum {batch_min}: probe + {minimum['plain_pages']} plain pages + "
         f"{minimum['blocks_pages']} schematized pages + {minimum['downloads']} downloads)"
     )
-    print(
-        f"          lower bound {floor:.2f} s = {batch['delayed']} delayed requests x "
-        f"{r['latency_ms']} ms; wall / bound = {batch['seconds'] / floor:.2f}; "
-        f"overhead {(batch['seconds'] - floor) / max(1, r['exported']) * 1000:.1f} ms/thread"
-    )
+    if paced:
+        print(
+            f"          paced bound {paced:.2f} s = ({api} API requests - 1 - {schematized} "
+            f"schematized) x {r['interval']:g} s + {schematized} schematized x "
+            f"{r['interval']:g} s x 4/3; wall / paced bound = {batch['seconds'] / paced:.2f}; "
+            f"overhead {(batch['seconds'] - paced) / max(1, r['exported']) * 1000:.1f} ms/thread"
+        )
+    if floor:
+        print(
+            f"          latency bound {floor:.2f} s = {batch['delayed']} delayed requests x "
+            f"{r['latency_ms']} ms; wall / latency bound = {batch['seconds'] / floor:.2f}"
+        )
     print(
         f"  sync    {sync['seconds']:7.2f} s  {sync['requests']:5d} requests "
         f"(nothing changed; {sync['threads_fetched']} threads fetched) {sync['by_endpoint']}"
@@ -213,12 +257,15 @@ def report(r: dict[str, Any]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--n", type=int, default=500)
-    ap.add_argument("--latency-ms", type=int, default=50)
+    ap.add_argument("--latency-ms", type=int, default=10)
+    ap.add_argument(
+        "--interval", type=float, default=0.05, help="client pacing, s (real: 3; 0: off)"
+    )
     ap.add_argument("--page-size", type=int, default=2)
     ap.add_argument("--keep", type=Path, default=None, help="write the archive here, keep it")
     ap.add_argument("--json", action="store_true", help="also print the raw figures as JSON")
     args = ap.parse_args()
-    results = run(args.n, args.latency_ms, args.page_size, args.keep)
+    results = run(args.n, args.latency_ms, args.page_size, args.keep, args.interval)
     report(results)
     if args.json:
         print(json.dumps(results, indent=1))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pplx_export.config import Config
 from pplx_export.models import Account
-from pplx_export.net.client import DEFAULT_BASE_URL
+from pplx_export.net import DEFAULT_BASE_URL
 from pplx_export.net.pacing import NetRuntime
 
 

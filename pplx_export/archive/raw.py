@@ -25,6 +25,73 @@ def has_live_token(data: bytes) -> bool:
     return _LIVE_TOKEN.search(data) is not None
 
 
+# A token key with a string value, in json.dumps' layout. (The pattern starts with its
+# literal, so `re` finds candidates with a fast substring search; what precedes a match is
+# checked by hand: a lookbehind first would make `re` try every byte of the file.)
+_TOKEN_KEY = b'"read_write_token"'
+_TOKEN_ITEM = re.compile(rb'"read_write_token": "((?:[^"\\]|\\.)*)"')
+_REDACTED_ITEM = b'"read_write_token": "<redacted>"'
+# What json.dumps puts before a key: "{" or ", ". So the quote is unescaped, the start of a
+# string, and a string followed by ": " is a key.
+_BEFORE_KEY = frozenset(b"{ ")
+
+
+def redact_token_bytes(data: bytes) -> tuple[bytes, int] | None:
+    """`redact_tokens` on the file's bytes: `data` with each live token value replaced in
+    place, and the count; every other byte stays as it was (for a file of the earlier tool,
+    that is `dump_raw(redact_tokens(json.loads(data))[0])`, without decoding or encoding).
+
+    None when the bytes do not allow it: a token key that is not a key with a string value
+    in json.dumps' layout (a null or numeric token, a key or value that merely contains the
+    name, other separators), or a layout json.dumps does not write (indented, ASCII-escaped).
+    The caller then redacts the parsed document and encodes it.
+    """
+    if not _dumps_layout(data):
+        return None
+    matches = list(_TOKEN_ITEM.finditer(data))
+    if len(matches) != data.count(_TOKEN_KEY):
+        return None
+    out: list[bytes] = []
+    count = at = 0
+    for match in matches:
+        start = match.start()
+        if start == 0 or data[start - 1] not in _BEFORE_KEY:
+            return None
+        value = match.group(1)
+        if b"\\" in value:  # escaped: compare what it decodes to, as the tree walk does
+            text = json.loads(b'"' + value + b'"')
+        else:
+            text = value.decode("utf-8", "surrogateescape")
+        if text in ("", REDACTED):
+            continue
+        count += 1
+        out += (data[at:start], _REDACTED_ITEM)
+        at = match.end()
+    out.append(data[at:])
+    return b"".join(out), count
+
+
+def _dumps_layout(data: bytes) -> bool:
+    """False for bytes json.dumps(ensure_ascii=False) never writes: a newline (indented) or
+    a \\u escape of anything but a control character (ensure_ascii). Substring searches
+    only: a regular expression here would try every byte of the file."""
+    if b"\n" in data:
+        return False
+    if not data.isascii():
+        # ensure_ascii output is pure ASCII; json.dumps never mixes UTF-8 and \u escapes.
+        # (Payload strings hold escaped JSON, full of `\\u`: not worth walking.)
+        return True
+    i = data.find(b"\\u")
+    while i >= 0:
+        run = 1  # backslashes ending at i: only an odd run makes this `u` an escape
+        while i - run >= 0 and data[i - run] == 0x5C:
+            run += 1
+        if run % 2 and not (data[i + 2 : i + 4] == b"00" and data[i + 4 : i + 5] in b"01"):
+            return False
+        i = data.find(b"\\u", i + 2)
+    return True
+
+
 def redact_tokens(obj: Any) -> tuple[Any, int]:
     """A copy of `obj` with every non-empty `read_write_token` value replaced, and the count.
 

@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pplx_export.models import JSON
-from pplx_export.parse.variants import variant_log_line
 from pplx_export.util.atomic import atomic_write_bytes
 from pplx_export.util.timefmt import format_utc
 
@@ -41,7 +40,10 @@ def variant_records(web_uuid: str, title: str, variants: list[JSON]) -> list[JSO
 
 
 def warn_variants(records: list[JSON]) -> None:
-    # One line format for the whole tool: the parser owns it (protocol §5.8).
+    # One line format for the whole tool: the parser owns it (protocol §5.8). Imported here:
+    # the parser package is not free to import, and a no-op re-render never warns.
+    from pplx_export.parse.variants import variant_log_line
+
     for r in records:
         log.warning("%s", variant_log_line(r["web_uuid"], r["title"], r))
 

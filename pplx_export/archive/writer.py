@@ -22,7 +22,13 @@ from pathlib import Path
 from pplx_export.archive import assets as asset_files
 from pplx_export.archive.migrate import merge_thread_dir, sweep_trash
 from pplx_export.archive.paths import ensure_inside, find_thread_dirs, thread_dir
-from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES, dump_raw, redact_tokens
+from pplx_export.archive.raw import (
+    RAW_BLOCKS,
+    RAW_ENTRIES,
+    dump_raw,
+    redact_token_bytes,
+    redact_tokens,
+)
 from pplx_export.archive.render_state import outputs_stamp, recorded_file, recorded_outputs
 from pplx_export.archive.thread_json import (
     THREAD_JSON,
@@ -33,7 +39,7 @@ from pplx_export.archive.thread_json import (
 from pplx_export.archive.variants import append_variant_log, variant_records, warn_variants
 from pplx_export.errors import ArchiveError
 from pplx_export.models import JSON, Conversation
-from pplx_export.util.atomic import atomic_write_bytes
+from pplx_export.util.atomic import atomic_write_bytes, fsync_dir
 from pplx_export.util.jsontext import identical
 from pplx_export.util.timefmt import format_utc
 
@@ -97,10 +103,12 @@ class _Sink:
         *,
         durable: bool,
         known: tuple[int, int, str] | None = None,
-    ) -> None:
-        """Write `rel` unless it holds `data` already. `known` is a trusted `(size, mtime_ns,
-        sha256)` record of the file: when size and mtime still match, the digest decides
-        without reading the file."""
+        sync_dir: bool = True,
+    ) -> bool:
+        """Write `rel` unless it holds `data` already; True when written (or, in a dry run,
+        when it would be). `known` is a trusted `(size, mtime_ns, sha256)` record of the
+        file: when size and mtime still match, the digest decides without reading the file.
+        `sync_dir=False`: a durable write leaves the directory fsync to the caller."""
         raw = data.encode("utf-8") if isinstance(data, str) else data
         digest = hashlib.sha256(raw).hexdigest()
         self.result.digests[rel] = digest
@@ -109,21 +117,20 @@ class _Sink:
             stat = (st.st_size, st.st_mtime_ns)
             if known is not None and known == (*stat, digest):
                 self._unchanged(rel, stat)
-                return
+                return False
             try:
                 same = (self.directory / rel).read_bytes() == raw
             except OSError:
                 same = False
             if same:
                 self._unchanged(rel, stat)
-                return
+                return False
         self.result.written.append(rel)
         if self.dry_run:
-            return
-        atomic_write_bytes(self.directory / rel, raw, durable=durable)
-        st = self._stat(rel)
-        if st is not None:
-            self.result.stats[rel] = (st.st_size, st.st_mtime_ns)
+            return True
+        st = atomic_write_bytes(self.base + rel, raw, durable=durable, sync_dir=sync_dir)
+        self.result.stats[rel] = (st.st_size, st.st_mtime_ns)
+        return True
 
     def still(
         self, rel: str, known: tuple[int, int, str], stat: tuple[int, int] | None = None
@@ -234,13 +241,15 @@ class FastPath:
     inside the root (spares `ensure_inside`). `thread_doc`: the thread.json on disk, as
     parsed (not read twice), and `thread_stat` the `(size, mtime_ns)` it was read at.
     `recorded`: the directory's render_state entry, whose digests let unchanged files be
-    recognised without reading them.
+    recognised without reading them. `raw_bytes`: the raw files as read (name -> bytes),
+    when they hold tokens to redact: redacted in the bytes, not decoded and encoded again.
     """
 
     inside_root: bool = False
     thread_doc: JSON | None = None
     thread_stat: tuple[int, int] | None = None
     recorded: JSON | None = None
+    raw_bytes: Mapping[str, bytes] | None = None
 
 
 NO_FAST_PATH = FastPath()
@@ -293,7 +302,7 @@ def write_thread(
             f"{directory} belongs to thread {existing.get('web_uuid')}, not {conv.web_uuid}"
         )
     # 1. Raw files first: they are the fidelity anchor.
-    _write_raw(sink, conv, source=source, redact=redact)
+    _write_raw(sink, conv, source=source, redact=redact, raw_bytes=fast.raw_bytes)
     if report_body is not None:
         sink.put(REPORT_SOURCE, report_body, durable=True)
     # 2. Inline assets, derived files, stale turn files.
@@ -430,7 +439,17 @@ def _put_json(
     sink.put(rel, dump(doc), durable=durable, known=known)
 
 
-def _write_raw(sink: _Sink, conv: Conversation, *, source: str, redact: bool) -> None:
+def _write_raw(
+    sink: _Sink,
+    conv: Conversation,
+    *,
+    source: str,
+    redact: bool,
+    raw_bytes: Mapping[str, bytes] | None = None,
+) -> None:
+    """Online: the raw files as fetched (tokens redacted). Offline: rewritten only to take
+    a write token out; from `raw_bytes` (the file as read) by replacing the token values in
+    place when it can, so the rest of the file keeps the earlier tool's bytes exactly."""
     docs: list[tuple[str, JSON]] = []
     if conv.raw_plain:
         docs.append((RAW_ENTRIES, conv.raw_plain))
@@ -438,11 +457,22 @@ def _write_raw(sink: _Sink, conv: Conversation, *, source: str, redact: bool) ->
         raise ArchiveError(f"thread {conv.web_uuid}: no raw plain response to store")
     if conv.raw_blocks is not None:
         docs.append((RAW_BLOCKS, conv.raw_blocks))
+    written = False
     for rel, doc in docs:
         count = 0
+        data: bytes | None = None
         if redact:
-            doc, count = redact_tokens(doc)
+            on_disk = raw_bytes.get(rel) if raw_bytes is not None and source == "offline" else None
+            in_place = redact_token_bytes(on_disk) if on_disk is not None else None
+            if in_place is not None:
+                data, count = in_place
+            else:
+                doc, count = redact_tokens(doc)
             sink.result.redacted_tokens += count
         # Offline, raw files are the input: rewritten only to take a write token out.
         if source == "online" or count:
-            sink.put(rel, dump_raw(doc), durable=True)
+            data = data if data is not None else dump_raw(doc)
+            # Both raw files live in one directory: one fsync of it after both renames.
+            written = sink.put(rel, data, durable=True, sync_dir=False) or written
+    if written and not sink.dry_run:
+        fsync_dir(sink.directory)

@@ -41,13 +41,13 @@ from pplx_export.errors import (
     ServerError,
     TransportError,
 )
+from pplx_export.net import DEFAULT_BASE_URL
 from pplx_export.net.classify import Verdict, classify
 from pplx_export.net.pacing import BACKOFF_BASE_S, NetRuntime, sleep_with_heartbeat
 from pplx_export.util.atomic import TEMP_PREFIX
 
 log = logging.getLogger("pplx_export.net")
 
-DEFAULT_BASE_URL = "https://www.perplexity.ai"
 CONNECT_TIMEOUT_S = 10.0
 DOWNLOAD_CHUNK = 64 * 1024
 

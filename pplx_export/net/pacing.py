@@ -20,7 +20,6 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from typing import Protocol
 
 log = logging.getLogger("pplx_export.net")
@@ -163,6 +162,10 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
         return max(0.0, float(text))
     except ValueError:
         pass
+    # Imported here: email.utils is a tenth of the start-up of an offline command, which
+    # imports this module for the run context and never reads a Retry-After.
+    from email.utils import parsedate_to_datetime
+
     try:
         when = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):

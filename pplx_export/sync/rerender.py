@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.paths import iter_thread_rels
@@ -32,12 +33,12 @@ from pplx_export.archive.variants import append_variant_log, warn_variants
 from pplx_export.context import RunOptions
 from pplx_export.errors import DiskFull, UsageError
 from pplx_export.models import JSON
-from pplx_export.search.index import IndexUpdater
 from pplx_export.sync.assemble import Engine, default_engine, preload_engine
 from pplx_export.sync.progress import progress_reporter
-from pplx_export.sync.relation_facts import FactsJournal
-from pplx_export.sync.rerender_pool import WorkItem, auto_jobs, outcomes
-from pplx_export.sync.rerender_thread import ThreadOutcome
+from pplx_export.sync.rerender_outcome import ThreadOutcome
+
+if TYPE_CHECKING:
+    from pplx_export.sync.rerender_pool import WorkItem
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,8 @@ def rerender(
 ) -> RerenderSummary:
     """Re-render every thread under `root` and return the counts (never raises per thread).
 
-    `jobs` worker processes render in parallel; 0 picks `auto_jobs` for the work found."""
+    `jobs` worker processes render in parallel; 0 picks `rerender_pool.auto_jobs` for the
+    work found."""
     started = time.monotonic()
     root = Path(root)
     engine = engine or default_engine()
@@ -157,21 +159,28 @@ def rerender(
                 on_progress(o)
             continue
         found.append((rel, state.get(rel), rel not in symlinked))
-    search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
-    # What the index holds, so that workers compute rows only for threads that changed (a
-    # run with nothing to render does not even open it).
-    indexed = search_index.indexed() if found else None
-    todo: list[WorkItem] = [
-        (*item, None if indexed is None else indexed.get(item[0], "")) for item in found
-    ]
+    todo: list[WorkItem] = []
+    # The pool, the search index and the relations journal are imported only when there is
+    # work: a no-op `--changed-only` run is mostly interpreter start-up, and they are most
+    # of its imports.
+    if found:
+        from pplx_export.search.index import IndexUpdater
+        from pplx_export.sync.relation_facts import FactsJournal
+        from pplx_export.sync.rerender_pool import auto_jobs, outcomes
+
+        search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
+        # What the index holds, so that workers compute rows only for threads that changed.
+        indexed = search_index.indexed()
+        todo = [(*item, None if indexed is None else indexed.get(item[0], "")) for item in found]
+        facts = FactsJournal(root)  # relation facts of changed threads, for `relations`
+        if jobs == 0:
+            jobs = auto_jobs(len(todo))
+        if jobs > 1:
+            preload_engine()  # before the fork, so no worker imports them again
+        rendered = outcomes(root, todo, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine)
     del found
-    facts = FactsJournal(root)  # relation facts of changed threads, for `relations`
-    if jobs == 0:
-        jobs = auto_jobs(len(todo))
-    if jobs > 1 and todo:
-        preload_engine()  # before the fork, so no worker imports them again
     try:
-        for o in outcomes(root, todo, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine):
+        for o in rendered if todo else ():
             if o.disk_full:
                 # Every later write would fail the same way: stop at once, one line.
                 raise DiskFull(o.disk_full)
@@ -193,9 +202,11 @@ def rerender(
             if dirty and not dry_run and summary.total % STATE_CHECKPOINT == 0:
                 _save_state(root, state)
                 dirty = False
-        search_index.close()
+        if todo:
+            search_index.close()
     finally:
-        facts.close()
+        if todo:
+            facts.close()
         if not dry_run and dirty:
             _save_state(root, state)
         summary.elapsed = time.monotonic() - started

@@ -24,7 +24,8 @@ from typing import Any, TypeVar
 from pplx_export.archive.lock import release_inherited_lock
 from pplx_export.models import JSON
 from pplx_export.sync.assemble import Engine, preload_engine
-from pplx_export.sync.rerender_thread import ThreadOutcome, rerender_thread
+from pplx_export.sync.rerender_outcome import ThreadOutcome
+from pplx_export.sync.rerender_thread import rerender_thread
 
 T = TypeVar("T")
 # (directory relative to root, its render_state record, reached without a symlink, the

@@ -15,7 +15,6 @@ import contextlib
 import hashlib
 import logging
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,36 +26,14 @@ from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.archive.writer import FastPath, write_thread
 from pplx_export.errors import ArchiveError, DiskFull, SchemaError
 from pplx_export.models import JSON, Conversation
-from pplx_export.search.index import Fresh, fresh_rows
+from pplx_export.search.index import fresh_rows
 from pplx_export.sync.assemble import Engine, default_engine, render_files
 from pplx_export.sync.relation_facts import facts_record
+from pplx_export.sync.rerender_outcome import ThreadOutcome
 from pplx_export.util.atomic import read_with_stat
 from pplx_export.util.jsontext import loads
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class ThreadOutcome:
-    rel: str
-    status: str  # "written" | "unchanged" | "skipped" | "failed"
-    files_written: int = 0
-    files_removed: int = 0
-    redacted_tokens: int = 0
-    error: str = ""
-    variant_hits: list[JSON] = field(default_factory=list)
-    fingerprint: JSON | None = None  # the new render_state record, when it changed
-    disk_full: str = ""  # the file a full disk refused: the whole run stops (see rerender)
-    # Dry run only: the files (relative to the thread) that would be rewritten / removed.
-    would_write: list[str] = field(default_factory=list)
-    would_remove: list[str] = field(default_factory=list)
-    # The search index: the thread's new rows and signature, computed here where the thread
-    # is parsed already (None: not computed), or `index_fresh` when the index is current.
-    index_rows: Fresh | None = None
-    index_fresh: bool = False
-    # The thread's relations cache record (sync/relation_facts.py), when its render
-    # record changed (a thread whose inputs and outputs are as last time has one already).
-    relation_facts: JSON | None = None
 
 
 def _read(base: str, name: str, *, optional: bool = False) -> tuple[bytes, tuple[int, int]]:
@@ -188,6 +165,10 @@ def _rerender_thread(
         else:
             known[name] = hashlib.sha256(data).hexdigest()
             redact = redact or has_live_token(data)
+    # Kept only to redact in place (see FastPath.raw_bytes); otherwise freed before the parse.
+    raw_bytes = {RAW_ENTRIES: plain_bytes} if redact else None
+    if raw_bytes is not None and blocks_bytes is not None:
+        raw_bytes[RAW_BLOCKS] = blocks_bytes
     del plain_bytes, blocks_bytes
     # Imported here: a --changed-only no-op run never parses, and the parser is not free to import.
     from pplx_export.parse.thread import row_from_thread_json
@@ -221,7 +202,11 @@ def _rerender_thread(
         log_variants=False,
         dry_run=dry_run,
         fast=FastPath(
-            inside_root=dir_checked, thread_doc=doc, thread_stat=doc_stat, recorded=recorded
+            inside_root=dir_checked,
+            thread_doc=doc,
+            thread_stat=doc_stat,
+            recorded=recorded,
+            raw_bytes=raw_bytes,
         ),
     )
     # A raw file the writer rewrote (token redaction) has its new stat in result.stats.

@@ -146,8 +146,9 @@ try:
 
     _fast_decode: Callable[[str | bytes], Any] | None = msgspec.json.Decoder().decode
     _fast_encode: Callable[[Any], bytes] | None = msgspec.json.Encoder().encode
-    # ValueError: a str holding a lone surrogate cannot even be encoded for it.
-    _FAST_ERRORS: tuple[type[Exception], ...] = (msgspec.MsgspecError, ValueError)
+    # ValueError: a str holding a lone surrogate cannot even be encoded for it; TypeError:
+    # it takes no str subclass (json.loads does).
+    _FAST_ERRORS: tuple[type[Exception], ...] = (msgspec.MsgspecError, ValueError, TypeError)
 except ImportError:  # pragma: no cover - msgspec is a dependency; keep working without it
     _fast_decode = None
     _fast_encode = None

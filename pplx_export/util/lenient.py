@@ -2,6 +2,10 @@
 
 Every accessor treats a missing key, `null` or a value of the wrong type as empty, so one
 odd field degrades only itself. Render code walking raw workflow dicts uses these too.
+
+They are called millions of times per re-render, almost always with a value of the expected
+type: each first tests `type(v) is T` (one pointer compare) before the general isinstance
+path, which stays for subclasses and the odd cases (property-tested to agree).
 """
 
 from __future__ import annotations
@@ -13,16 +17,20 @@ from pplx_export.util.jsontext import loads
 
 
 def as_dict(value: Any) -> dict[str, Any]:
+    if type(value) is dict:
+        return value
     return value if isinstance(value, dict) else {}
 
 
 def as_list(value: Any) -> list[Any]:
+    if type(value) is list:
+        return value
     return value if isinstance(value, list) else []
 
 
 def as_str(value: Any) -> str:
     """Strings pass; numbers become their text; anything else is empty."""
-    if isinstance(value, str):
+    if type(value) is str or isinstance(value, str):
         return value
     if isinstance(value, bool) or value is None:
         return ""
@@ -34,9 +42,9 @@ def as_str(value: Any) -> str:
 def dicts(value: Any) -> list[dict[str, Any]]:
     """The dict items of a list (anything else in it is skipped)."""
     # The parser's and renderer's most frequent call: no nested as_list call.
-    if not isinstance(value, list):
+    if type(value) is not list and not isinstance(value, list):
         return []
-    return [v for v in value if isinstance(v, dict)]
+    return [v for v in value if type(v) is dict or isinstance(v, dict)]
 
 
 def lenient_int(value: Any) -> int:
@@ -77,6 +85,11 @@ def optional_int(value: Any) -> int | None:
 
 def decode_json(value: Any) -> Any:
     """JSON-in-string fields: dict/list pass through, a string is json.loads'ed, else None."""
+    if type(value) is str:
+        try:
+            return loads(value)
+        except (ValueError, RecursionError):
+            return None
     if isinstance(value, dict | list):
         return value
     if isinstance(value, str):
@@ -97,4 +110,9 @@ def first(d: dict[str, Any], *keys: str) -> Any:
 
 
 def first_str(d: dict[str, Any], *keys: str) -> str:
-    return as_str(first(d, *keys))
+    """`as_str(first(d, *keys))`, without the two calls."""
+    for key in keys:
+        value = d.get(key)
+        if value is not None:
+            return value if type(value) is str else as_str(value)
+    return ""

@@ -1,0 +1,39 @@
+"""What re-rendering one thread came to (`ThreadOutcome`): what a worker hands the parent.
+
+A module of its own, light to import: the command (`sync/rerender.py`) needs the type on
+every run, a no-op `--changed-only` run included, while the worker's module
+(`sync/rerender_thread.py`) brings the search index and the relations facts along.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pplx_export.models import JSON
+
+if TYPE_CHECKING:
+    from pplx_export.search.index import Fresh
+
+
+@dataclass
+class ThreadOutcome:
+    rel: str
+    status: str  # "written" | "unchanged" | "skipped" | "failed"
+    files_written: int = 0
+    files_removed: int = 0
+    redacted_tokens: int = 0
+    error: str = ""
+    variant_hits: list[JSON] = field(default_factory=list)
+    fingerprint: JSON | None = None  # the new render_state record, when it changed
+    disk_full: str = ""  # the file a full disk refused: the whole run stops (see rerender)
+    # Dry run only: the files (relative to the thread) that would be rewritten / removed.
+    would_write: list[str] = field(default_factory=list)
+    would_remove: list[str] = field(default_factory=list)
+    # The search index: the thread's new rows and signature, computed here where the thread
+    # is parsed already (None: not computed), or `index_fresh` when the index is current.
+    index_rows: Fresh | None = None
+    index_fresh: bool = False
+    # The thread's relations cache record (sync/relation_facts.py), when its render
+    # record changed (a thread whose inputs and outputs are as last time has one already).
+    relation_facts: JSON | None = None
