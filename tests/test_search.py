@@ -441,3 +441,27 @@ def test_rerender_indexes_from_the_workers_parse_without_reading_threads_again(
     assert via_workers == _dump(root)
     assert len(reads) == len(index.thread_rels(root))
     monkeypatch.undo()
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_first_rerender_builds_the_index_from_its_own_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    """No index yet: an empty one is made at the start and filled with the rows the workers
+    computed, so no thread is parsed a second time; the result is what a rebuild gives."""
+    root = tmp_path / "archive"
+    shutil.copytree(FIXTURES, root)
+    reads: list[str] = []
+    real = index.load_thread
+
+    def counting(root_: Path, rel: str) -> tuple[Any, str]:
+        reads.append(rel)
+        return real(root_, rel)
+
+    monkeypatch.setattr(index, "load_thread", counting)
+    assert rerender(root, jobs=jobs).failed == 0
+    assert reads == []
+    built = _dump(root)
+    assert len(find(root, "lifetimes").hits) == 1
+    index.rebuild(root)
+    assert _dump(root) == built

@@ -462,15 +462,28 @@ class IndexUpdater:
         self.pending: Pending = []
         self.stats = IndexStats()
         self.build_at_close = False
+        self.created = False
 
     def indexed(self) -> dict[str, str] | None:
         """Directory -> signature of every thread in the index; None when there is no
-        usable index (it is then built at `close()`, and workers need not compute rows)."""
+        usable index (it is then built at `close()`, and workers need not compute rows).
+        Without a database an empty one is made now: the run's workers then compute every
+        thread's rows from the parse they do anyway, and nothing is parsed twice."""
         if not self.enabled:
             return None
         try:
             conn = open_for_update(self.root)
-        except (FileNotFoundError, IndexDamaged, sqlite3.Error, OSError):
+        except FileNotFoundError:
+            try:
+                create_empty(self.root)
+            except (sqlite3.Error, OSError) as exc:
+                log.debug("search index: no empty database made (%s)", exc)
+                self.build_at_close = True
+                return None
+            log.info("search index: building %s as the threads are rendered", db_path(self.root))
+            self.created = True
+            return {}
+        except (IndexDamaged, sqlite3.Error, OSError):
             self.build_at_close = True
             return None
         try:
@@ -506,6 +519,9 @@ class IndexUpdater:
         if not self.enabled:
             return self.stats
         self.flush()
+        if self.created:
+            self.created = False
+            _optimize(self.root)
         if self.build_at_close:
             self.build_at_close = False
             # Builds (or rebuilds) it; the run's own workers are done, its progress bar
@@ -514,7 +530,47 @@ class IndexUpdater:
         return self.stats
 
 
+def _optimize(root: Path) -> None:
+    """Merge each FTS table into one segment (smaller, faster to query) after a run that
+    filled a new index row by row. Never raises: an unmerged index still answers."""
+    try:
+        conn = open_for_update(root)
+    except (FileNotFoundError, IndexDamaged, sqlite3.Error, OSError):
+        return
+    try:
+        for table in FTS_TABLES:
+            conn.execute(f"INSERT INTO {table}_fts({table}_fts) VALUES ('optimize')")
+    except sqlite3.Error as exc:
+        log.debug("search index not optimised: %s", exc)
+    finally:
+        conn.close()
+
+
 # ------------------------------------------------------------------ rebuilding
+
+
+def create_empty(root: Path, *, now: datetime | None = None) -> None:
+    """An empty index (schema and triggers), put in place whole: what a first re-render
+    then fills thread by thread."""
+    index_dir = Path(root) / "index"
+    index_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".sqlite", dir=index_dir)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        conn = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            create_schema(conn)
+            stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            conn.execute("INSERT INTO meta(key, value) VALUES ('built_at', ?)", (stamp,))
+        finally:
+            conn.close()
+        os.replace(tmp, db_path(root))
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+
 
 Loaded = tuple[ThreadRow, str] | str | None  # rows and signature | why not | gone
 
