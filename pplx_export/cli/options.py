@@ -289,12 +289,15 @@ def resolve_run_options(
         for line in debug_header(opts):
             log.debug("%s", line)
     if cfg.degraded and announce_degraded:
-        log.warning(
-            "no config file at %s: degraded mode (account %r; whose session the cookies "
-            "hold is not checked)",
-            cfg.path,
-            opts.account.name,
-        )
+        if uses_account:
+            log.warning(
+                "no config file at %s: degraded mode (account %r; whose session the cookies "
+                "hold is not checked)",
+                cfg.path,
+                opts.account.name,
+            )
+        else:  # an offline command: no session to check, so the short form
+            log.warning("no config file at %s: degraded mode", cfg.path)
     return opts
 
 
