@@ -352,6 +352,8 @@ def _run_items(
             for item, url in work:
                 _export_item(exporter, item, summary, streaks, url)
                 bar.advance(item.title)
+        # Every change is in the journal already (durable); fold it into the snapshot.
+        state.compact()
     except KeyboardInterrupt:
         state.save()
         raise Interrupted("interrupted; state saved, rerun to continue") from None
