@@ -74,10 +74,10 @@ def _lines(data: bytes, path: Path, replay: Replay) -> Iterator[tuple[int, dict[
     lines = data.split(b"\n")
     tail = lines.pop()  # b"" when the file ends with a newline
     if tail:
+        # A run killed mid-append, or (for a reader such as `status`) one appending right
+        # now: the writer, which holds the lock, says which when it cuts the line off.
         replay.torn = True
-        replay.notes.append(
-            f"{path}: the last line is unfinished (a run was killed mid-append); ignored"
-        )
+        log.info("%s: the last line is unfinished; ignored", path)
     for number, line in enumerate(lines, 1):
         try:
             obj = json.loads(line)
@@ -180,6 +180,10 @@ class Writer:
         keep = data.rfind(b"\n") + 1
         if keep < len(data):
             # A torn last line: cut it, or the next record would be glued onto it.
+            log.warning(
+                "%s: the last line is unfinished (a run was killed mid-append); dropped",
+                self.path,
+            )
             with open(self.path, "r+b") as fh:
                 fh.truncate(keep)
                 fh.flush()
