@@ -63,7 +63,7 @@ def test_a_torn_last_render_state_line_costs_that_thread_only(
     state.flush()
     path = journal_path(tmp_path / STATE_NAME)
     path.write_bytes(path.read_bytes()[:-20])  # killed mid-append
-    with caplog.at_level(logging.INFO, logger="pplx_export"):
+    with caplog.at_level(logging.DEBUG, logger="pplx_export"):
         assert load_state(tmp_path) == {"a/b/one": entry(1)}
     assert "unfinished" in caplog.text
 

@@ -77,7 +77,7 @@ def _lines(data: bytes, path: Path, replay: Replay) -> Iterator[tuple[int, dict[
         # A run killed mid-append, or (for a reader such as `status`) one appending right
         # now: the writer, which holds the lock, says which when it cuts the line off.
         replay.torn = True
-        log.info("%s: the last line is unfinished; ignored", path)
+        log.debug("%s: the last line is unfinished; ignored", path)
     for number, line in enumerate(lines, 1):
         try:
             obj = json.loads(line)

@@ -330,6 +330,7 @@ def run_batch(
             _run_items(opts, api, state, work, summary, dirs=dirs)
         else:
             log.info("batch: nothing to do (%s)", plan.counts_text())
+            state.compact()  # what a killed run left in the journal
         if commit:
             auto_commit(opts, "batch")
     return summary
