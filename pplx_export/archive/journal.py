@@ -129,6 +129,8 @@ def read_consistent(snapshot: Path) -> tuple[bytes | None, Replay]:
     """
     journal = journal_path(snapshot)
     for attempt in range(READ_ATTEMPTS):
+        last = attempt == READ_ATTEMPTS - 1
+        before = _identity(snapshot)
         try:
             data: bytes | None = snapshot.read_bytes()
         except FileNotFoundError:
@@ -136,14 +138,29 @@ def read_consistent(snapshot: Path) -> tuple[bytes | None, Replay]:
         try:
             raw = journal.read_bytes()
         except FileNotFoundError:
+            raw = None
+        if _identity(snapshot) != before and not last:
+            # Replaced meanwhile (compacted, and the journal maybe removed): read again.
+            time.sleep(0.01 * (attempt + 1))
+            continue
+        if raw is None:
             return data, Replay()
         replay = parse(raw, digest(data), journal)
-        if not replay.stale or attempt == READ_ATTEMPTS - 1:
+        if not replay.stale or last:
             for note in replay.notes:
                 log.warning("%s", note)
             return data, replay
         time.sleep(0.01 * (attempt + 1))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """What changes when a file is replaced (an atomic write is a new inode)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 class Writer:
