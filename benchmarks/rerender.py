@@ -105,13 +105,18 @@ def measure(kind: str, root: Path, jobs: int) -> dict[str, float]:
     return result
 
 
-def run(n: int, jobs: int, keep: Path | None, repeat: int) -> dict[str, dict[str, float]]:
+def run(
+    n: int, jobs: int, keep: Path | None, repeat: int, source: Path | None = None
+) -> dict[str, dict[str, float]]:
     tmp = Path(tempfile.mkdtemp(prefix="pplx-bench-"))
     root = keep or tmp / "archive"
     try:
         if root.exists():
             shutil.rmtree(root)
-        generate(root, n)
+        if source is not None:
+            shutil.copytree(source, root)  # an archive made elsewhere, left as it was
+        else:
+            generate(root, n)
         results = {"first": measure("first", root, jobs)}  # once: it changes the archive
         for kind in ("floor", "full", "noop"):
             runs = [measure(kind, root, jobs) for _ in range(repeat)]
@@ -166,6 +171,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="best of R runs (not for 'first')")
     ap.add_argument("--memory-n", type=int, default=0, help="also run N' to compare peak RSS")
     ap.add_argument("--keep", type=Path, default=None, help="generate the archive here, keep it")
+    ap.add_argument(
+        "--archive",
+        type=Path,
+        default=None,
+        help="measure a copy of this raw archive instead of fixture clones (--n is ignored;\n"
+        "e.g. one made by ../shared/tools/replicate_corpus.py)",
+    )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--root", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -177,7 +189,9 @@ def main() -> None:
     # __pycache__), even where PYTHONDONTWRITEBYTECODE is set: otherwise every timed run
     # would compile the renderer it imports (~15 ms).
     compileall.compile_dir(REPO / "pplx_export", quiet=1)
-    results = run(args.n, args.jobs, args.keep, args.repeat)
+    if args.archive is not None:
+        args.n = sum(1 for _ in args.archive.rglob("raw_entries.json"))
+    results = run(args.n, args.jobs, args.keep, args.repeat, args.archive)
     report(args.n, results, args.jobs)
     if args.memory_n:
         small = run(args.memory_n, args.jobs, None, args.repeat)

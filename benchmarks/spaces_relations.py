@@ -12,12 +12,17 @@ each in its own process and both offline:
 * spaces     `spaces` over an archive whose pages exist (the steady state of a cron run:
              only stats are checked), then after one thread.json changed (every page is
              rendered again from the cache of thread.json fields; one file is read)
-* relations  `relations` with its facts cache warm, nothing changed / one thread changed
-             (one thread parsed, the whole graph rebuilt); the first, cold run (which
-             parses every raw file, like a re-render) is printed for information
+* relations  the first `relations` after the archive was rendered (`re-render`, like
+             `batch`, leaves every thread's facts in the cache journal: nothing is
+             parsed); then with its facts cache warm, nothing changed / one thread changed
+             (one thread parsed, the whole graph rebuilt); a truly cold run (cache and
+             journal deleted: every raw file parsed, like a re-render) is printed for
+             information
 
-Target: each warm figure under 1.5x floor. Each ratio is printed with "met"
-or "MISSED"; the best of --repeat runs is reported (noise only ever adds time).
+Target: each figure but the truly cold one under 1.5x floor. Figures are CPU seconds of
+the measured process (everything runs in it), so a loaded machine does not skew them.
+Each ratio is printed with "met" or "MISSED"; the best of --repeat runs is reported (noise
+only ever adds time).
 """
 
 from __future__ import annotations
@@ -114,6 +119,16 @@ def child(kind: str, root: Path) -> None:
     opts = RunOptions(Config(path=root / "none.toml"), Account("alice"), root, "en")
     if kind == "relations-cold":
         (root / "index" / "relations_cache.json").unlink(missing_ok=True)
+        (root / "index" / "relations_cache.jsonl").unlink(missing_ok=True)
+    if kind == "render":
+        from pplx_export.sync.rerender import rerender
+
+        # What `batch` leaves: rendered threads, their facts in the journal, no snapshot.
+        (root / "index" / "relations_cache.json").unlink(missing_ok=True)
+        (root / "index" / "render_state.json").unlink(missing_ok=True)
+        rerender(root)
+        print(json.dumps({"seconds": 0.0}))
+        return
     if kind.endswith("-touched"):
         # One thread changed since the last run: everything is rebuilt from the caches,
         # that thread alone is read again.
@@ -121,6 +136,7 @@ def child(kind: str, root: Path) -> None:
         name = "thread.json" if kind.startswith("spaces") else "raw_entries.json"
         os.utime(root / first / name, ns=(time.time_ns(), time.time_ns()))
     started = time.perf_counter()
+    cpu = time.process_time()
     if kind == "floor":
         for rel in iter_thread_rels(root):
             with open(root / rel / "thread.json", "rb") as fh:
@@ -129,11 +145,14 @@ def child(kind: str, root: Path) -> None:
         run_spaces(opts)
     else:
         run_relations(opts)
-    print(json.dumps({"seconds": time.perf_counter() - started}))
+    # CPU seconds are the figure (all of it runs in this process): on a shared machine the
+    # wall clock measures the neighbours. The wall time is kept for the reader.
+    print(json.dumps({"seconds": time.process_time() - cpu, "wall": time.perf_counter() - started}))
 
 
-def measure(kind: str, root: Path, repeat: int) -> float:
-    best = float("inf")
+def measure(kind: str, root: Path, repeat: int) -> tuple[float, float]:
+    """Best of `repeat`: (CPU seconds, wall seconds), each the least seen."""
+    best = wall = float("inf")
     for _ in range(repeat):
         out = subprocess.run(
             [sys.executable, __file__, "--child", kind, str(root)],
@@ -142,8 +161,9 @@ def measure(kind: str, root: Path, repeat: int) -> float:
             text=True,
             env={**os.environ, "PYTHONPATH": str(REPO)},
         ).stdout
-        best = min(best, json.loads(out.splitlines()[-1])["seconds"])
-    return best
+        doc = json.loads(out.splitlines()[-1])
+        best, wall = min(best, doc["seconds"]), min(wall, doc.get("wall", doc["seconds"]))
+    return best, wall
 
 
 def main() -> int:
@@ -163,6 +183,8 @@ def main() -> int:
             started = time.perf_counter()
             made = build(root, args.n)
             print(f"built {made} threads in {time.perf_counter() - started:.1f}s: {root}")
+        measure("render", root, 1)
+        first = measure("relations-first", root, 1)
         cold = measure("relations-cold", root, 1)
         measure("spaces", root, 1)  # first run writes the pages
         floor = measure("floor", root, args.repeat)
@@ -170,17 +192,27 @@ def main() -> int:
         relations = measure("relations", root, args.repeat)
         spaces_one = measure("spaces-touched", root, args.repeat)
         relations_one = measure("relations-touched", root, args.repeat)
-        print(f"floor (read every thread.json)  {floor:7.3f}s")
-        for name, seconds in (
+        print(f"{'':31} {'CPU':>7}   {'ratio':>5}        {'wall':>7}  ratio")
+        print(f"{'floor (read every thread.json)':31} {floor[0]:7.3f}s {'':18} {floor[1]:7.3f}s")
+        for name, (seconds, wall) in (
+            ("relations (first, after render)", first),
             ("spaces (nothing changed)", spaces),
             ("spaces (one thread changed)", spaces_one),
             ("relations (nothing changed)", relations),
             ("relations (one thread changed)", relations_one),
         ):
-            ratio = seconds / floor
+            ratio = seconds / floor[0]
             verdict = "met" if ratio < TARGET else "MISSED"
-            print(f"{name:31} {seconds:7.3f}s  {ratio:5.2f}x floor  (< {TARGET}x: {verdict})")
-        print(f"{'relations (cold, parses all)':31} {cold:7.3f}s  {cold / floor:5.2f}x floor")
+            print(
+                f"{name:31} {seconds:7.3f}s {ratio:5.2f}x ({verdict:6}) "
+                f"{wall:7.3f}s {wall / floor[1]:5.2f}x"
+            )
+        seconds, wall = cold
+        print(
+            f"{'relations (no cache: parses all)':31} {seconds:7.3f}s {seconds / floor[0]:5.2f}x"
+            f" {'':8} {wall:7.3f}s {wall / floor[1]:5.2f}x"
+        )
+        print(f"target: CPU ratio < {TARGET}x (all but the no-cache run)")
     finally:
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -30,6 +30,9 @@ APP_NAME = "pplx-export"
 DEFAULT_ARCHIVE_ROOT = "./web_archive"
 PLACEHOLDER_ACCOUNT = "default"
 LANGS = ("en", "zh")
+# Render flavours (render.text.FLAVORS; a test holds the two equal): "github" writes folds as
+# HTML <details> and Markdown links, "obsidian" foldable callouts, wikilinks and ![[embeds]].
+FLAVORS = ("github", "obsidian")
 
 
 def default_config_path() -> Path:
@@ -62,6 +65,7 @@ class Config:
     default_account: str = ""
     archive_root: str = ""
     render_language: str = "en"
+    render_flavor: str = "github"
     auto_commit: bool = False
     auto_push: bool = False
     user_agent: str = ""
@@ -124,6 +128,13 @@ class Config:
         chosen = lang or self.render_language or "en"
         if chosen not in LANGS:
             raise ConfigError(f"render_language must be one of {', '.join(LANGS)}, not {chosen!r}")
+        return chosen
+
+    def flavor(self, flavor: str | None = None) -> str:
+        """`--flavor` > config `render_flavor` > "github"."""
+        chosen = flavor or self.render_flavor or "github"
+        if chosen not in FLAVORS:
+            raise ConfigError(f"render_flavor must be one of {', '.join(FLAVORS)}, not {chosen!r}")
         return chosen
 
     def section(self, *keys: str) -> Any:
@@ -216,6 +227,11 @@ def _from_doc(path: Path, doc: TOMLDocument) -> Config:
     cfg.default_account = _str(data, "default_account", path)
     cfg.archive_root = _str(data, "archive_root", path)
     cfg.render_language = _str(data, "render_language", path) or "en"
+    cfg.render_flavor = _str(data, "render_flavor", path) or "github"
+    if cfg.render_flavor not in FLAVORS:
+        raise ConfigError(
+            f"{path}: render_flavor must be one of {', '.join(FLAVORS)}, not {cfg.render_flavor!r}"
+        )
     cfg.auto_commit = _bool(data, "auto_commit", path)
     cfg.auto_push = _bool(data, "auto_push", path)
     cfg.user_agent = _str(data, "user_agent", path)

@@ -23,6 +23,8 @@ class RunOptions:
     account: Account
     out: Path
     lang: str
+    # The render flavour (config.FLAVORS): "github" or "obsidian".
+    flavor: str = "github"
     base_url: str = DEFAULT_BASE_URL
     cookies_from: str | None = None
     cookies_file: Path | None = None

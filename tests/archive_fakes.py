@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pplx_export.archive.render_state import STATE_NAME
 from pplx_export.errors import SchemaError
 from pplx_export.models import Citation, Conversation, Report, ReportInfo, Space, Turn
 from pplx_export.sync.assemble import Engine
@@ -142,6 +143,10 @@ def make_thread(
 # The search index is state, not output (its rows record the files' mtimes, its meta a build
 # time); tests/test_search_*.py check what it holds and that a no-op run leaves it alone.
 SNAPSHOT_SKIPS = frozenset({"index/search.sqlite"})
+
+
+# Files a re-render records state in (stats, mtimes): they differ between copies and runs.
+DERIVED_STATE = frozenset({STATE_NAME, "index/relations_cache.jsonl"})
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import logging
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pplx_export.logs import LOGGER_NAME
+
+# A shell starts a background job (`pytest ... &`, nohup, some CI runners) with SIGINT
+# ignored, and every child inherits that: the Ctrl-C tests would then watch their child
+# ignore the signal. A Python handler here makes children start with the default again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pplx_export.util.jsontext import dumps_indented, identical, loads
+from pplx_export.util.jsontext import dumps_compact, dumps_indented, identical, loads
 
 FIXTURES = Path(__file__).parent / "fixtures" / "archive"
 
@@ -190,3 +190,15 @@ def test_loads_edge_cases_are_json_loads(text: str) -> None:
     assert _outcome(loads, text) == _outcome(json.loads, text)
     data = text.encode("utf-8", "surrogatepass")
     assert _outcome(loads, data) == _outcome(json.loads, data)
+
+
+@given(json_values)
+def test_dumps_compact_reads_back_as_the_same_value(value: Any) -> None:
+    data = dumps_compact(value)
+    assert loads(data) == json.loads(json.dumps(value))
+    assert dumps_compact(value) == data  # deterministic
+
+
+def test_dumps_compact_keeps_what_msgspec_refuses() -> None:
+    for value in ({"big": 2**70}, ["\ud800"], {"n": [1.5, -0.0]}):
+        assert loads(dumps_compact(value)) == value

@@ -13,9 +13,12 @@ from pathlib import Path
 import pytest
 
 from pplx_export.archive.state_check import check_state_vs_dirs
+from pplx_export.config import Config
+from pplx_export.context import RunOptions
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
-from pplx_export.models import MODES
+from pplx_export.models import MODES, Account
 from pplx_export.sync.demo import run_demo
+from pplx_export.sync.relations import run_relations
 from tests.e2e_support import (
     E2E,
     FIDELITY,
@@ -203,6 +206,13 @@ def test_demo_writes_all_five_modes_with_their_files(tmp_path: Path) -> None:
     edges = (root / "relations" / "edges.jsonl").read_text("utf-8").splitlines()
     kinds = {json.loads(line)["kind"] for line in edges}
     assert kinds == {"same_space", "same_prompt", "references", "subagent_of"}
+    # The exports recorded each thread's relation facts: `relations` parsed nothing, and a
+    # cold run (cache gone, every thread parsed) finds the same graph.
+    assert summary.relations is not None and summary.relations.parsed == 0
+    (root / "index" / "relations_cache.json").unlink()
+    cold = run_relations(RunOptions(Config(path=tmp_path / "none.toml"), Account("x"), root, "en"))
+    assert cold.parsed == len(thread_dirs(root))
+    assert (root / "relations" / "edges.jsonl").read_text("utf-8").splitlines() == edges
     assert summary.batch is not None and summary.batch.failed == 0
     for directory in thread_dirs(root):
         mode = directory.parent.name

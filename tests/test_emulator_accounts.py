@@ -43,6 +43,6 @@ def test_write_cookies_option(tmp_path: Path) -> None:
             jar = json.loads(target.read_text("utf-8"))
         finally:
             proc.terminate()
-            proc.wait(timeout=10)
+            proc.wait(timeout=60)
     assert SESSION_COOKIE in jar and BOB[0] in jar.values()
     assert sum(1 for k in jar if k.startswith(ACCOUNT_PREFIX)) == 2

@@ -214,7 +214,7 @@ def test_command_line_prints_base_url_first(tmp_path: Path) -> None:
                 assert len(fetch_pages(http, sample_uuid("sourdough"))) == 6
         finally:
             proc.terminate()
-            proc.wait(timeout=10)
+            proc.wait(timeout=60)
 
 
 def test_command_line_rejects_bad_faults() -> None:

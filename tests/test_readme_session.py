@@ -54,9 +54,16 @@ def steps(lines: list[str]) -> list[tuple[str, list[str]]]:
     return out
 
 
+# A progress line on the way (not the last, 100% one) appears only when a run is slow
+# enough to report before it ends: on a loaded machine, not in the README.
+PROGRESS_ON_THE_WAY = re.compile(r"^INFO \S+: \d+/\d+ \((?!100%)\d+%\)")
+
+
 def normal(lines: list[str]) -> list[str]:
     result = []
     for line in lines:
+        if PROGRESS_ON_THE_WAY.match(line):
+            continue
         for pattern, stand_in in STAND_INS:
             line = pattern.sub(stand_in, line)
         result.append(line.rstrip())

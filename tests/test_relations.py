@@ -17,6 +17,7 @@ from pplx_export.sync.relation_edges import (
     build_edges,
     normalize_query,
 )
+from pplx_export.sync.rerender import rerender
 from tests.spaces_support import snapshot, space, uid, write_thread
 
 US = 1_790_000_000_000_000
@@ -181,3 +182,39 @@ def test_graph_md_lists_twenty_members_and_counts_the_rest() -> None:
     assert graph.count("](../a/search/d") == 20
     assert "  - … and 5 more (all in edges.jsonl)" in graph
     assert "```mermaid" not in graph  # 26 nodes: past the diagram limit
+
+
+def test_after_a_rerender_relations_parses_nothing_and_finds_the_same_graph(
+    tmp_path: Path,
+) -> None:
+    """The re-render's workers leave each thread's facts in the cache journal: the next
+    `relations` reads no raw file, and its graph is the one a cold run finds. (The shell
+    thread has no raw files: re-render fails it, `relations` reads its conversation.md.)"""
+    root = tmp_path / "archive"
+    build_archive(root)
+    assert rerender(root, jobs=1).failed == 1
+    journal = root / "index" / "relations_cache.jsonl"
+    assert len(journal.read_text("utf-8").splitlines()) == 7
+    code, out, _ = run(root, "--json")
+    assert code == 0 and json.loads(out)["parsed"] == 1  # the shell only
+    assert not journal.exists()  # folded into the snapshot
+    warm = (root / "relations" / "edges.jsonl").read_bytes()
+    assert len(edges_of(root)) == 8
+    assert rerender(root, jobs=1).failed == 1
+    assert not journal.exists()  # nothing changed: nothing to record
+    (root / "index" / "relations_cache.json").unlink()
+    code, out, _ = run(root, "--json")  # cold: every thread parsed
+    assert code == 0 and json.loads(out)["parsed"] == 8
+    assert (root / "relations" / "edges.jsonl").read_bytes() == warm
+
+
+def test_a_torn_journal_line_costs_one_parse(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    build_archive(root)
+    rerender(root, jobs=1)
+    journal = root / "index" / "relations_cache.jsonl"
+    lines = journal.read_text("utf-8").splitlines()
+    journal.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2], "utf-8")
+    code, out, _ = run(root, "--json")
+    assert code == 0 and json.loads(out)["parsed"] == 2  # the torn one and the shell
+    assert len(edges_of(root)) == 8

@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pplx_export.render.steps import Shown
+from pplx_export.render.shown import Shown
 from pplx_export.render.text import (
     join_blocks,
     link,
@@ -17,6 +17,7 @@ from pplx_export.render.text import (
     one_line,
     quote,
     squash,
+    squash_lines,
     squashed_on_page,
 )
 from pplx_export.util.lenient import decode_json
@@ -164,14 +165,20 @@ def test_link_and_model_link_examples() -> None:
 
 
 def _shown_by_definition(md: str, text: str) -> bool:
-    """The "already on the page?" rule as first written: squash both sides every time."""
-    sq = squash(text)
-    if not sq:
-        return True
-    if len(sq) >= 8:
-        return sq in squash(md)
-    word = text.strip()
-    return re.search(r"(?<!\w)" + re.escape(word) + r"(?!\w)", md) is not None
+    """The "already on the page?" rule as first written, line by line (each line of a text
+    is one content atom): squash both sides every time."""
+    for line in text.split("\n"):
+        sq = squash(re.sub(r"\]\(pplx://[^)]*\)", "]", line))
+        if not sq:
+            continue
+        if len(sq) >= 8:
+            if sq not in squash(md):
+                return False
+            continue
+        word = line.strip()
+        if re.search(r"(?<!\w)" + re.escape(word) + r"(?!\w)", md) is None:
+            return False
+    return True
 
 
 _PAGE_PIECES = st.sampled_from(
@@ -211,6 +218,12 @@ def test_shown_matches_its_definition(md: str, data: st.DataObject) -> None:
     end = data.draw(st.integers(start, len(md)))
     for text in (md[start:end], data.draw(_PAGE)):
         assert (text in Shown(md)) == _shown_by_definition(md, text), (md, text)
+
+
+@settings(max_examples=int(os.environ.get("PPLX_SHOWN_EXAMPLES", "500")), deadline=None)
+@given(_PAGE)
+def test_squash_lines_is_squash_of_each_line(md: str) -> None:
+    assert squash_lines(md) == [squash(line) for line in md.split("\n")]
 
 
 @settings(max_examples=int(os.environ.get("PPLX_SHOWN_EXAMPLES", "500")), deadline=None)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pplx_export.models import Conversation
-from pplx_export.render import render_thread
+from pplx_export.render import OBSIDIAN, render_thread
 from tests.render_samples import SAMPLES
 
 HERE = Path(__file__).parent
@@ -64,7 +64,17 @@ FIXTURES = _fixtures()
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_golden(name: str, lang: str) -> None:
-    files = render_thread(FIXTURES[name](), lang)
+    _check(name, lang, render_thread(FIXTURES[name](), lang))
+
+
+@pytest.mark.parametrize("name", sorted(n for n in FIXTURES if n.startswith("sample-")))
+def test_golden_obsidian(name: str) -> None:
+    # The hand-built samples in the obsidian flavour (callouts, wikilinks), in
+    # tests/golden/<sample>/en-obsidian/.
+    _check(name, "en-obsidian", render_thread(FIXTURES[name](), "en", OBSIDIAN))
+
+
+def _check(name: str, lang: str, files: dict[str, str]) -> None:
     target = GOLDEN / name / lang
     if UPDATE:
         if target.exists():

@@ -74,8 +74,9 @@ def test_search_thread() -> None:
 def test_empty_query_and_answer_placeholders() -> None:
     files = render_thread(computer_conversation(), "zh")
     assert (
-        "## Turn 2 — 2035-12-26 00:01 UTC\n\n### Query\n\n(空)\n\n### Answer\n\n(无)"
-        in files["conversation.md"]
+        "## Turn 2 — 2035-12-26 00:01 UTC\n\n"
+        "> 本轮报告的子代理工作见[本轮文件](turns/turn_0002.md)。"
+        "\n\n### Query\n\n(空)\n\n### Answer\n\n(无)" in files["conversation.md"]
     )
     en = render_thread(computer_conversation())
     assert "(empty)" in en["turns/turn_0002.md"] and "(none)" in en["turns/turn_0002.md"]

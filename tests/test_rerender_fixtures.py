@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.archive.render_state import STATE_NAME
 from pplx_export.sync.rerender import rerender
-from tests.archive_fakes import snapshot
+from tests.archive_fakes import DERIVED_STATE, snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures" / "archive"
 
@@ -48,8 +47,8 @@ def test_real_rerender_is_offline_deterministic_and_idempotent(
     assert snapshot(archive) == before
     assert rerender(archive, changed_only=True).skipped == s.total
     rerender(other, jobs=3)
-    a = {k: v[0] for k, v in snapshot(archive).items() if k != STATE_NAME}
-    b = {k: v[0] for k, v in snapshot(other).items() if k != STATE_NAME}
+    a = {k: v[0] for k, v in snapshot(archive).items() if k not in DERIVED_STATE}
+    b = {k: v[0] for k, v in snapshot(other).items() if k not in DERIVED_STATE}
     assert a == b
 
 
@@ -88,5 +87,5 @@ def test_online_export_then_rerender_is_a_noop(tmp_path: Path) -> None:
     before = snapshot(root)
     s = rerender(root)
     assert s.failed == 0 and s.written == 0, s
-    after = {k: v for k, v in snapshot(root).items() if k != STATE_NAME}
+    after = {k: v for k, v in snapshot(root).items() if k not in DERIVED_STATE}
     assert after == before

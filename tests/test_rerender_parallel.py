@@ -20,7 +20,7 @@ from pplx_export.sync.rerender import rerender
 from pplx_export.sync.rerender_pool import auto_jobs, guided_chunks
 from pplx_export.util.atomic import read_with_stat
 from tests import archive_fakes
-from tests.archive_fakes import FAKE_ENGINE, make_thread, snapshot
+from tests.archive_fakes import DERIVED_STATE, FAKE_ENGINE, make_thread, snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures" / "archive"
 
@@ -54,8 +54,8 @@ def test_parallel_run_writes_what_a_single_job_writes(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES, two)
     s1, s2 = rerender(one, jobs=1), rerender(two, jobs=2)
     assert (s1.total, s1.failed) == (s2.total, s2.failed) == (len(list(one.glob("*/*/*"))), 0)
-    a = {k: v[0] for k, v in snapshot(one).items() if k != STATE_NAME}
-    b = {k: v[0] for k, v in snapshot(two).items() if k != STATE_NAME}
+    a = {k: v[0] for k, v in snapshot(one).items() if k not in DERIVED_STATE}
+    b = {k: v[0] for k, v in snapshot(two).items() if k not in DERIVED_STATE}
     assert a == b
     # And the workers' fingerprints make the next --changed-only run a no-op.
     assert rerender(two, changed_only=True, jobs=2).skipped == s2.total
@@ -90,7 +90,7 @@ def test_cli_jobs_defaults_to_one_per_cpu(monkeypatch: pytest.MonkeyPatch, tmp_p
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(rerender_mod, "rerender", spy)
-    monkeypatch.setattr(rerender_mod, "default_engine", lambda: FAKE_ENGINE)
+    monkeypatch.setattr(rerender_mod, "default_engine", lambda flavor="github": FAKE_ENGINE)
     root = tmp_path / "archive"
     make_thread(root, web_uuid="cc000001-0000-4000-8000-000000000001")
     runner = CliRunner()

@@ -375,3 +375,69 @@ def test_a_markdown_link_in_a_snippet_reads_as_its_text() -> None:
     assert _tidy(hit) == f"see how {MARK_START}tides{MARK_END} work."
     assert _tidy("a [cut short](https://x.example/y") == "a cut short"
     assert _tidy("[1][2] stay, so do [brackets]") == "[1][2] stay, so do [brackets]"
+
+
+def _dump(root: Path) -> list[tuple[Any, ...]]:
+    """Every indexed row, without row ids (they depend on insertion order)."""
+    conn = sqlite3.connect(schema.db_path(root))
+    try:
+        out: list[tuple[Any, ...]] = []
+        for table in ("threads", "turns", "sources", "reports"):
+            cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+            keep = ", ".join(f"x.{c}" for c in cols if c not in ("id", "thread_id"))
+            join = "" if table == "threads" else " JOIN threads t ON t.id = x.thread_id"
+            key = "x.dir" if table == "threads" else "t.dir"
+            rows = conn.execute(f"SELECT {key}, {keep} FROM {table} x{join}").fetchall()
+            out += sorted(rows, key=repr)
+        return out
+    finally:
+        conn.close()
+
+
+def _ids(root: Path) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(schema.db_path(root))
+    try:
+        return conn.execute("SELECT id, thread_id FROM turns ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_rerender_indexes_from_the_workers_parse_without_reading_threads_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    """A re-render that must re-index every thread takes the rows its workers computed from
+    the thread they had parsed; the rows are exactly what reading the thread back gives.
+    Threads whose files were only touched are re-signed, their rows left as they are."""
+    root = tmp_path / "archive"
+    shutil.copytree(FIXTURES, root)
+    rerender(root, jobs=1)  # rendered, and the index built
+    reads: list[str] = []
+    real = index.load_thread
+
+    def counting(root_: Path, rel: str) -> tuple[Any, str]:
+        reads.append(rel)
+        return real(root_, rel)
+
+    monkeypatch.setattr(index, "load_thread", counting)
+    # 1. New mtimes, same bytes (a copy, a restore): only signatures change.
+    for rel in index.thread_rels(root):
+        (root / rel / "thread.json").touch()
+    ids = _ids(root)
+    assert rerender(root, jobs=jobs).failed == 0
+    assert reads == [] and _ids(root) == ids
+    assert index.coverage(root, index.thread_rels(root)) == dict.fromkeys(
+        index.thread_rels(root), "ok"
+    )
+    # 2. What the index extracts changed: the workers compute every thread's rows.
+    monkeypatch.setattr(index, "EXTRACT_VERSION", "test")
+    for rel in index.thread_rels(root):
+        (root / rel / "thread.json").touch()
+    assert rerender(root, jobs=jobs).failed == 0
+    assert reads == []  # no thread read back in the parent
+    assert _ids(root) != ids
+    via_workers = _dump(root)
+    index.rebuild(root)  # the rows (and signatures) as read back from disk
+    assert via_workers == _dump(root)
+    assert len(reads) == len(index.thread_rels(root))
+    monkeypatch.undo()

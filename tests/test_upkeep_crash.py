@@ -52,7 +52,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _wait_first_request(env: E2E, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 180
     while env.stats()["total"] == 0 and proc.poll() is None:
         assert time.monotonic() < deadline, "the child never reached the emulator"
         time.sleep(0.002)
@@ -72,13 +72,13 @@ def _kill_then_finish(env: E2E, args: list[str], rng: random.Random, window: flo
                 proc.send_signal(signal.SIGKILL)
                 kills += 1
         finally:
-            proc.wait(timeout=30)
+            proc.wait(timeout=180)
         if proc.returncode == 0:
             break  # finished before the kill: the work is done
-    final = subprocess.run(env.argv(*args), capture_output=True, timeout=60, check=False)
+    final = subprocess.run(env.argv(*args), capture_output=True, timeout=180, check=False)
     assert final.returncode == 0, final.stderr.decode()[-3000:]
     env.emu.reset_stats()
-    again = subprocess.run(env.argv(*args), capture_output=True, timeout=60, check=False)
+    again = subprocess.run(env.argv(*args), capture_output=True, timeout=180, check=False)
     assert again.returncode == 0, again.stderr.decode()[-3000:]
     assert env.stats()["total"] == 0, env.stats()  # nothing left, nothing asked twice
     assert leftover_temp_files(env.out) == []

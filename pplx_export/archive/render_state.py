@@ -1,14 +1,15 @@
 """`index/render_state.json`: what each thread directory was last rendered from.
 
-`re-render --changed-only` skips a thread when its renderer version and language match and
+`re-render --changed-only` skips a thread when its renderer version, language and flavour
+(github/obsidian; a record without one was rendered as github) match and
 every input file (raw files, the stored report body, thread.json, the assets manifest) is
 unchanged. Like git's index, a file whose size and mtime match the record is trusted without
 reading it; otherwise its SHA-256 decides (a `touch` alone does not force a render). The
 inputs are fingerprinted after the render, so the rewritten thread.json is the recorded one.
 
 Layout: `{"format": 1, "threads": {"⟨account⟩/⟨mode⟩/⟨dir⟩": {"renderer": V, "lang": L,
-"files": {"raw_entries.json": [size, mtime_ns, sha256], ...}, "outputs": STAMP}}}`. The file
-is derived state: losing it only costs one full re-render.
+"flavor": F, "files": {"raw_entries.json": [size, mtime_ns, sha256], ...},
+"outputs": STAMP}}}`. The file is derived state: losing it only costs one full re-render.
 
 `outputs` (optional) is one digest over every derived file the render put (name, size,
 mtime_ns, bytes) and the size and mtime of `turns/`. A full re-render whose rendered bytes
@@ -66,6 +67,7 @@ def fingerprint(
     stats: dict[str, tuple[int, int]] | None = None,
     outputs: str = "",
     absent: Container[str] = (),
+    flavor: str = "github",
 ) -> JSON:
     """The record for `thread_dir` now. `known` holds sha256 digests the caller just
     computed from the bytes on disk (the writer's, the raw files it read), to skip re-reads;
@@ -88,7 +90,7 @@ def fingerprint(
                 continue
             stat = (st.st_size, st.st_mtime_ns)
         files[rel] = [stat[0], stat[1], digest]
-    record: JSON = {"renderer": renderer, "lang": lang, "files": files}
+    record: JSON = {"renderer": renderer, "lang": lang, "flavor": flavor, "files": files}
     if outputs:
         record["outputs"] = outputs
     return record
@@ -124,11 +126,15 @@ def outputs_stamp(
     return h.hexdigest()
 
 
-def is_fresh(entry: Any, thread_dir: Path | str, renderer: str, lang: str) -> bool:
+def is_fresh(
+    entry: Any, thread_dir: Path | str, renderer: str, lang: str, flavor: str = "github"
+) -> bool:
     """True when `thread_dir` would render exactly as recorded in `entry`."""
     if not isinstance(entry, dict) or entry.get("renderer") != renderer:
         return False
     if entry.get("lang") != lang or not isinstance(entry.get("files"), dict):
+        return False
+    if entry.get("flavor", "github") != flavor:
         return False
     recorded: dict[str, Any] = entry["files"]
     base = str(thread_dir) + os.sep

@@ -67,6 +67,9 @@ class WriteResult:
     outputs_stamp: str = ""
     # Inputs the writer found missing (spares the fingerprint a stat).
     absent: set[str] = field(default_factory=set)
+    # thread.json as it is now on disk (or would be, in a dry run): spares the search
+    # index a re-read.
+    thread_doc: JSON | None = None
 
     @property
     def changed(self) -> bool:
@@ -313,6 +316,7 @@ def write_thread(
     online = source == "online"
     _write_manifest(sink, conv, durable=online, recorded=fast.recorded)
     doc = build_thread_json(conv, existing, exported_at=_exported_at(conv, existing, source, now))
+    result.thread_doc = doc
     _put_json(
         sink,
         THREAD_JSON,

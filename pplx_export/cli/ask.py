@@ -12,6 +12,7 @@ from pplx_export.cli.options import (
     common_options,
     group_settings,
     json_option,
+    render_options,
     run_console,
     version_option,
 )
@@ -74,7 +75,7 @@ def _print_answer(text: str) -> None:
     help="Give up after this many seconds without any news from the stream.",
 )
 @json_option
-@common_options
+@render_options
 def ask(
     opts: RunOptions,
     prompt: str,

@@ -19,7 +19,8 @@ from pplx_export.cli.options import (
     creates_config,
     group_settings,
     json_option,
-    offline_options,
+    offline_render_options,
+    render_options,
     run_console,
     shared_options,
     version_option,
@@ -80,7 +81,7 @@ def status(opts: RunOptions, as_json: bool) -> None:
     help="Worker processes. Default 0: one per CPU (at most 8), 64 threads or more each.",
 )
 @json_option
-@offline_options
+@offline_render_options
 def re_render(
     limit: int | None,
     dry_run: bool,
@@ -130,7 +131,7 @@ def index(opts: RunOptions, full: bool, as_json: bool) -> None:
 @click.argument("threads", nargs=-1, required=True)
 @click.option("--force", is_flag=True, help="Export even when lastUpdated is unchanged.")
 @json_option
-@common_options
+@render_options
 def export(opts: RunOptions, threads: tuple[str, ...], force: bool, as_json: bool) -> None:
     """Export threads given as URLs (/search/<uuid>, /computer/tasks/<uuid>) or UUIDs."""
     from pplx_export.sync.batch import run_export
@@ -201,7 +202,7 @@ def batch_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @main.command()
 @batch_options
-@common_options
+@render_options
 def batch(opts: RunOptions, dry_run: bool, as_json: bool, **filters: Any) -> None:
     """Export new and updated threads from the index (incremental, resumable)."""
     from pplx_export.sync.batch import BatchFilters, run_batch
@@ -221,7 +222,7 @@ def batch(opts: RunOptions, dry_run: bool, as_json: bool, **filters: Any) -> Non
     help="Afterwards run `spaces --fetch-meta` and `sync-space` (--full does too).",
 )
 @json_option
-@common_options
+@render_options
 def sync(
     opts: RunOptions, full: bool, check_deleted: bool, refresh_spaces: bool, as_json: bool
 ) -> None:
@@ -290,7 +291,7 @@ def usage_backfill(opts: RunOptions, limit: int | None, as_json: bool) -> None:
     "--limit", type=click.IntRange(min=0), default=None, help="At most N threads per phase."
 )
 @json_option
-@common_options
+@render_options
 def assets_backfill(
     opts: RunOptions, fetch_blocks: bool, online: bool, limit: int | None, as_json: bool
 ) -> None:
@@ -379,7 +380,7 @@ def schedule(opts: RunOptions, at: str, systemd: bool, install: bool, as_json: b
     default=None,
     help="Where to write the demo archive (same as DIRECTORY; default ./pplx-demo-archive).",
 )
-@shared_options(network=False, account=False, config=False, out=False, writes=False)
+@shared_options(network=False, account=False, config=False, out=False, writes=False, flavor=True)
 def demo(opts: RunOptions, directory: Path | None, out_dir: Path | None) -> None:
     """Export the bundled sample library through the local emulator (no account needed)."""
     from pplx_export.archive.root import ensure_writable
@@ -389,7 +390,9 @@ def demo(opts: RunOptions, directory: Path | None, out_dir: Path | None) -> None
         raise click.UsageError("give the demo directory once: DIRECTORY or --out")
     target = (directory or out_dir or DEFAULT_DEMO_DIR).absolute()
     ensure_writable(target)
-    summary = run_demo(target, lang=opts.lang, quiet=opts.quiet, progress=opts.progress)
+    summary = run_demo(
+        target, lang=opts.lang, flavor=opts.flavor, quiet=opts.quiet, progress=opts.progress
+    )
     if summary.batch is not None:
         _report_batch(summary.batch, as_json=False, quiet=opts.quiet)
     click.echo(summary.text())

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pplx_export.cli.options import json_option, offline_options, shared_options
+from pplx_export.cli.options import json_option, offline_render_options, shared_options
 from pplx_export.cli.output import emit_json, report_run
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ def search(
 )
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="Only the first N threads.")
 @json_option
-@offline_options
+@offline_render_options
 def verify(opts: RunOptions, fix_problems: bool, limit: int | None, as_json: bool) -> None:
     """Zero network: check the archive is whole, current and searchable.
 

@@ -3,7 +3,8 @@
 Every command gets its options from `shared_options(...)` (or the two presets below), so a
 new command inherits the conventions for free: `--config/--account/--out`, the cookie
 sources (`--cookies-from-browser BROWSER[+KEYRING][:PROFILE]`, alias `--cookies-from`;
-`--cookies FILE`), `-v/-q`, `--no-progress`, `--log-file`, `--lang`; the one-line notice of
+`--cookies FILE`), `-v/-q`, `--no-progress`, `--log-file`, `--lang`, `--flavor` (commands
+that write rendered Markdown); the one-line notice of
 degraded mode; the `-v` debug header; the check that the archive is writable before any
 request; and `--json` through `json_option`. A command lists only the options it uses:
 offline commands have no cookie options, commands that do not pick an account have no
@@ -137,12 +138,25 @@ def _lang_options() -> list[Callable[[F], F]]:
     ]
 
 
+def _flavor_options() -> list[Callable[[F], F]]:
+    return [
+        click.option(
+            "--flavor",
+            type=click.Choice(["github", "obsidian"]),
+            default=None,
+            help="Markdown for GitHub (HTML folds) or Obsidian (callouts, wikilinks); "
+            "default: config render_flavor, github.",
+        )
+    ]
+
+
 def shared_options(
     *,
     network: bool = True,
     account: bool | None = None,
     config: bool = True,
     lang: bool = True,
+    flavor: bool = False,
     out: bool = True,
     writes: bool = True,
 ) -> Callable[[F], F]:
@@ -150,7 +164,8 @@ def shared_options(
 
     `network`: the command signs in (cookie options, the hidden `--base-url`).
     `account`: it works for one account (default: as `network`).
-    `config`: it reads the config file. `lang`: it renders Markdown. `out`: it works on
+    `config`: it reads the config file. `lang`: it renders Markdown. `flavor`: it writes
+    rendered Markdown into the archive (`--flavor`). `out`: it works on
     the archive (`--out`); a command with a directory of its own declares it itself.
     `writes`: it writes into the archive, so the archive root is checked writable before
     anything else happens (skipped for a `--dry-run`).
@@ -162,6 +177,7 @@ def shared_options(
     groups += _cookie_options() if network else []
     groups += _output_options()
     groups += _lang_options() if lang else []
+    groups += _flavor_options() if flavor else []
 
     def decorate(func: F) -> F:
         @functools.wraps(func)
@@ -180,6 +196,7 @@ def shared_options(
                     "no_progress",
                     "log_file",
                     "lang",
+                    "flavor",
                 )
             }
             opts = resolve_run_options(
@@ -199,9 +216,12 @@ def shared_options(
     return decorate
 
 
-# Online commands (sign in, one account) and offline ones (read or rebuild the archive).
+# Online commands (sign in, one account) and offline ones (read or rebuild the archive);
+# the `render_` ones write rendered Markdown (`--flavor`).
 common_options = shared_options()
 offline_options = shared_options(network=False)
+render_options = shared_options(flavor=True)
+offline_render_options = shared_options(network=False, flavor=True)
 
 
 def resolve_run_options(
@@ -217,6 +237,7 @@ def resolve_run_options(
     no_progress: bool | None = False,
     log_file: str | None = None,
     lang: str | None = None,
+    flavor: str | None = None,
     check_writable: bool = False,
     announce_degraded: bool = True,
     uses_account: bool = True,
@@ -255,6 +276,7 @@ def resolve_run_options(
         account=_account(cfg, account, uses_account),
         out=root,
         lang=cfg.language(lang),
+        flavor=cfg.flavor(flavor),
         cookies_from=cookies_from,
         cookies_file=Path(cookies_file).absolute() if cookies_file else None,
         verbose=verbose,

@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pplx_export.cli.options import common_options, json_option, offline_options
+from pplx_export.cli.options import (
+    common_options,
+    json_option,
+    offline_render_options,
+    render_options,
+)
 from pplx_export.cli.output import report_run
 
 if TYPE_CHECKING:
@@ -25,7 +30,7 @@ if TYPE_CHECKING:
     "a denied space is retried with the other configured accounts).",
 )
 @json_option
-@common_options
+@render_options
 def spaces(opts: RunOptions, fetch_meta: bool, as_json: bool) -> None:
     """Write spaces/<slug>.md per space, spaces/index.md and spaces/spaces.json.
 
@@ -56,7 +61,7 @@ def space_index(opts: RunOptions, space: str, as_json: bool) -> None:
 
 @click.command("sync-space")
 @json_option
-@offline_options
+@offline_render_options
 def sync_space(opts: RunOptions, as_json: bool) -> None:
     """Zero network: patch thread.json space fields from the indexes (threads that moved).
 
@@ -77,7 +82,7 @@ def sync_space(opts: RunOptions, as_json: bool) -> None:
 
 @click.command()
 @json_option
-@offline_options
+@offline_render_options
 def relations(opts: RunOptions, as_json: bool) -> None:
     """Zero network: rebuild relations/edges.jsonl and relations/graph.md.
 

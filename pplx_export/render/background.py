@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from pplx_export.models import RunLog, WfPayload
 from pplx_export.render.context import Ctx
+from pplx_export.render.items import is_the_answer
 from pplx_export.render.latex import norm
+from pplx_export.render.shown import Shown
 from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.text import (
     WORK_TOP,
@@ -20,8 +22,6 @@ from pplx_export.render.text import (
     model_links,
     one_line,
     quote,
-    squash,
-    squashed_on_page,
     time_range,
 )
 
@@ -55,18 +55,17 @@ def launcher_line(ctx: Ctx, run_id: str) -> str:
     return quote(" · ".join(parts)) if parts else ""
 
 
-def _shown(text: str, page: str) -> bool:
-    squashed = squash(text)
-    return squashed_on_page(text, squashed, page) or squashed in squash(page)
-
-
 def background_log(ctx: Ctx, log: RunLog, shown_md: str) -> str:
     """Folded step log (and answer) of the run's plain entry, minus what `shown_md` shows."""
     if not log.steps:
         return ""
     extra = novel_steps(ctx, log.steps, shown_md)
     blocks = [render_steps(ctx, extra)] if extra else []
-    if log.answer.strip() and not _shown(log.answer, shown_md):
+    if (
+        log.answer.strip()
+        and not is_the_answer(ctx, log.answer)
+        and log.answer not in Shown(shown_md)
+    ):
         blocks.append(
             f"**{ctx.labels.conclusion}{ctx.labels.colon}**\n\n"
             + demote(model_links(norm(log.answer.strip("\n"))), WORK_TOP)
@@ -74,4 +73,4 @@ def background_log(ctx: Ctx, log: RunLog, shown_md: str) -> str:
     body = join_blocks(blocks)
     if not body:
         return ""
-    return details(ctx.labels.step_log, body)
+    return details(ctx.labels.step_log, body, ctx.flavor)

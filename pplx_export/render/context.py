@@ -7,6 +7,7 @@ from typing import Any
 
 from pplx_export.models import Conversation, SubAgent
 from pplx_export.render.labels import Labels
+from pplx_export.render.text import GITHUB
 
 # Nested workflows deeper than this render a placeholder. Real payloads nest two or three
 # levels; the limit exists to stop pathological input, not to trim content.
@@ -24,25 +25,39 @@ class Ctx:
     # not repeated inside the work process.
     answer: str = ""
     locked_reason: str = ""
+    # What a workflow text equal to `answer` shows instead (a one-line pointer to where the
+    # answer is: the turn's Answer section, a run's conclusion below its steps).
+    pointer: str = ""
     # Results several renderers repeat for one thread (plan goals by entry uuid, answer
     # Markdown), computed once per render_thread call and shared by every copy of this
     # context. Pure functions of `conv`.
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    # The render flavour (text.GITHUB or text.OBSIDIAN): the syntax of folds, links between
+    # the archive's files and image embeds. Pass it to `details`, `link` and `image`.
+    flavor: str = GITHUB
 
     @property
     def sub_map(self) -> dict[str, SubAgent]:
         return self.conv.sub_agents
 
-    def with_answer(self, answer: str) -> Ctx:
+    def with_answer(self, answer: str, pointer: str = "") -> Ctx:
         # Direct construction: dataclasses.replace costs ten times as much, per nested block.
-        return Ctx(self.labels, self.conv, answer, self.locked_reason, self.memo)
+        return Ctx(
+            self.labels, self.conv, answer, self.locked_reason, pointer, self.memo, self.flavor
+        )
 
     def with_locked_reason(self, locked_reason: str) -> Ctx:
-        return Ctx(self.labels, self.conv, self.answer, locked_reason, self.memo)
+        return Ctx(
+            self.labels, self.conv, self.answer, locked_reason, self.pointer, self.memo, self.flavor
+        )
 
     def with_turn(self, answer: str, locked_reason: str) -> Ctx:
-        return Ctx(self.labels, self.conv, answer, locked_reason, self.memo)
-
-    def content_only(self) -> Ctx:
-        """The same context with every label blank: renders content without decoration."""
-        return Ctx(self.labels.blank, self.conv, self.answer, self.locked_reason, self.memo)
+        return Ctx(
+            self.labels,
+            self.conv,
+            answer,
+            locked_reason,
+            self.labels.to_answer,
+            self.memo,
+            self.flavor,
+        )

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pplx_export.models import AppendixItem
+from pplx_export.models import AppendixItem, Turn
 from pplx_export.render.background import background_log, launcher_line
 from pplx_export.render.context import Ctx
-from pplx_export.render.page import front_matter, nav_line
+from pplx_export.render.page import front_matter, nav_line, turn_file
 from pplx_export.render.plan import plan_block
-from pplx_export.render.text import finish, join_blocks, one_line, quote, step_time
+from pplx_export.render.text import finish, join_blocks, link, one_line, quote, step_time
 from pplx_export.render.tree import nested
-from pplx_export.render.turn import linked_answer, turn_heading
+from pplx_export.render.turn import linked_answer, rewritten_note, turn_heading
 
 
 def header(ctx: Ctx) -> str:
@@ -67,15 +67,31 @@ def appendix(ctx: Ctx) -> str:
     return join_blocks(blocks)
 
 
+def turn_notes(ctx: Ctx, turn: Turn) -> str:
+    """What the compact view says of a turn besides query and answer: its interruption and
+    where its sub-agent work is (a stub turn's work is only in its turn file)."""
+    lb = ctx.labels
+    notes = []
+    tag = lb.tag(turn.metadata.wf_status, turn.metadata.locked_reason)
+    if tag:
+        notes.append(tag)
+    if turn.stub_runs:
+        target = link(lb.stub_work_link, turn_file(turn.index), ctx.flavor)
+        notes.append(lb.stub_work.format(link=target))
+    return quote(" · ".join(notes)) if notes else ""
+
+
 def render_conversation(ctx: Ctx) -> str:
     lb = ctx.labels
     blocks = [header(ctx)]
     for turn in ctx.conv.turns:
         blocks += [
             turn_heading(ctx, turn, "##"),
+            turn_notes(ctx, turn),
             f"### {lb.query}",
             turn.query.strip("\n") if turn.query.strip() else lb.empty,
             f"### {lb.answer}",
+            rewritten_note(ctx, turn),
             linked_answer(ctx, turn, inline=True, top=4),
         ]
     blocks.append(appendix(ctx))

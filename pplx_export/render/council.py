@@ -86,7 +86,7 @@ def _model_block(ctx: Ctx, wp: WfPayload) -> str:
             f"**{lb.answer}{lb.colon}**\n\n"
             + demote(model_links(norm(answer.strip("\n"))), WORK_TOP)
         )
-    return details(summary_text(name + lb.par(" · ".join(stat))), join_blocks(blocks))
+    return details(summary_text(name + lb.par(" · ".join(stat))), join_blocks(blocks), ctx.flavor)
 
 
 def render_council_step(ctx: Ctx, i: int, step: WfStep) -> str:

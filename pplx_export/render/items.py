@@ -21,6 +21,7 @@ from pplx_export.render.text import (
     link,
     model_links,
     quote,
+    squash,
     summary_text,
 )
 
@@ -39,7 +40,26 @@ def sources_block(ctx: Ctx, sources: Sequence[Link]) -> str:
     lines = source_lines(sources)
     if not lines:
         return ""
-    return details(ctx.labels.sources + ctx.labels.par(str(len(lines))), "\n".join(lines))
+    return details(
+        ctx.labels.sources + ctx.labels.par(str(len(lines))), "\n".join(lines), ctx.flavor
+    )
+
+
+def is_the_answer(ctx: Ctx, text: str) -> bool:
+    """`text` is the answer shown elsewhere on the page (`ctx.answer`), up to layout."""
+    answer = ctx.answer
+    # Copies differ in blank lines or list markers at most: most texts are told apart by
+    # their length alone, before any copy of either is made.
+    if abs(len(text) - len(answer)) > len(answer) // 8 + 16 or not answer.strip():
+        return False
+    if text.strip() == answer.strip():
+        return True
+    # Then on letters and digits (the answer's squash memoised per thread).
+    key = ("squash", answer)
+    sq: str | None = ctx.memo.get(key)
+    if sq is None:
+        sq = ctx.memo[key] = squash(answer)
+    return bool(sq) and squash(text) == sq
 
 
 def render_text(ctx: Ctx, item: WfItem) -> str:
@@ -48,10 +68,12 @@ def render_text(ctx: Ctx, item: WfItem) -> str:
     if not text.strip():
         return ""
     variant = tp.variant
+    if is_the_answer(ctx, text):
+        # The answer is shown once, where answers are (the turn's Answer section, a run's
+        # conclusion): an answer item says nothing here, any other text (a thought that is
+        # the final answer) leaves a pointer.
+        return "" if variant == "answer" or not ctx.pointer else f"*{ctx.pointer}*"
     if variant == "answer":
-        # The turn's answer is shown in its own section; any other answer text stays here.
-        if text.strip() == ctx.answer.strip():
-            return ""
         return f"**{ctx.labels.intermediate_answer}{ctx.labels.colon}**\n\n" + demote(
             model_links(norm(text)), WORK_TOP
         )
@@ -63,6 +85,7 @@ def render_text(ctx: Ctx, item: WfItem) -> str:
         return details(
             summary_text(header),
             fenced(text) if tp.is_mono or header == "Output" else norm(text),
+            ctx.flavor,
         )
     if tp.is_mono:
         return fenced(text)

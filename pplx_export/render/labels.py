@@ -6,8 +6,7 @@ appendix heading, the three interruption tags) and the earlier tool's wording el
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-from functools import cached_property
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from pplx_export.parse import interruptions
@@ -115,12 +114,12 @@ class Labels:
     nav_open: str
     nav_conversation: str
     artifact_file: str
-
-    @cached_property
-    def blank(self) -> Labels:
-        """This catalog with every label blank (content-only rendering for "already shown?"
-        checks); computed once per catalog, not per check."""
-        return replace(self, **{f.name: "" for f in fields(Labels) if f.name != "lang"})
+    # shown once: pointers where a copy is left out, and what conversation.md notes
+    to_answer: str
+    to_conclusion: str
+    answer_rewritten: str
+    stub_work: str
+    stub_work_link: str
 
     def par(self, text: str) -> str:
         """` (text)` / `（text）`: the language's parenthesised aside ("" in a blank catalog)."""
@@ -237,6 +236,14 @@ EN = Labels(
     nav_open="Open on perplexity.ai",
     nav_conversation="Conversation",
     artifact_file="Artifact file",
+    to_answer="→ the final answer, below",
+    to_conclusion="→ the conclusion, below",
+    answer_rewritten=(
+        "✎ Rewritten answer: the platform replaced this answer with an experiment variant"
+        " (the original is not archived)."
+    ),
+    stub_work="The sub-agent work reported in this turn is in {link}.",
+    stub_work_link="its turn file",
 )
 
 ZH = Labels(
@@ -331,6 +338,11 @@ ZH = Labels(
     nav_open="在 perplexity.ai 打开",
     nav_conversation="对话",
     artifact_file="产物文件",
+    to_answer="→ 见下方最终回答",
+    to_conclusion="→ 见下方结论",
+    answer_rewritten="✎ 回答已被改写：平台以实验变体替换了此回答（原回答未存档）。",
+    stub_work="本轮报告的子代理工作见{link}。",
+    stub_work_link="本轮文件",
 )
 
 CATALOGS = MappingProxyType({"en": EN, "zh": ZH})

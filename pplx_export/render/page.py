@@ -94,5 +94,5 @@ def nav_line(ctx: Ctx, here: str) -> str:
     pages.append((lb.sources_title, "sources.md"))
     if conv.report is not None:
         pages.append((lb.report_title, "report.md"))
-    parts += [link(name, _relative(rel, here)) for name, rel in pages if rel != here]
+    parts += [link(name, _relative(rel, here), ctx.flavor) for name, rel in pages if rel != here]
     return "> " + " · ".join(parts)

@@ -44,4 +44,4 @@ def plan_block(
         blocks.append(
             f"{n}. {lines[0]}" + "".join(f"\n{pad}{ln}" if ln else "\n" for ln in lines[1:])
         )
-    return details(ctx.labels.plan + ctx.labels.par(str(len(goals))), "\n".join(blocks))
+    return details(ctx.labels.plan + ctx.labels.par(str(len(goals))), "\n".join(blocks), ctx.flavor)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring
 
 from pplx_export.models import RelationEdge
-from pplx_export.render.text import link, one_line
+from pplx_export.render.text import GITHUB, link, one_line
 
 MERMAID_MAX_NODES = 25  # past this a diagram is a hairball, not a help
 # Threads listed by name per space or cluster; the rest are counted (every edge is in
@@ -105,26 +105,27 @@ class _Shown(dict[str, ThreadRef]):
     """The threads of one render, with each thread's link text built once (a thread shows
     up in several sections)."""
 
-    def __init__(self, threads: Mapping[str, ThreadRef]) -> None:
+    def __init__(self, threads: Mapping[str, ThreadRef], flavor: str = GITHUB) -> None:
         super().__init__(threads)
         self.shown: dict[str, str] = {}
+        self.flavor = flavor
 
 
 def _thread(uuid: str, threads: Mapping[str, ThreadRef]) -> str:
     if isinstance(threads, _Shown):
         text = threads.shown.get(uuid)
         if text is None:
-            text = threads.shown[uuid] = _thread_text(uuid, threads)
+            text = threads.shown[uuid] = _thread_text(uuid, threads, threads.flavor)
         return text
     return _thread_text(uuid, threads)
 
 
-def _thread_text(uuid: str, threads: Mapping[str, ThreadRef]) -> str:
+def _thread_text(uuid: str, threads: Mapping[str, ThreadRef], flavor: str = GITHUB) -> str:
     ref = threads.get(uuid)
     if ref is None:
         return f"`{uuid[:8]}`"
     title = one_line(ref.title) or uuid[:8]
-    return f"{link(title, '../' + ref.rel + '/conversation.md')} (`{uuid[:8]}`)"
+    return f"{link(title, '../' + ref.rel + '/conversation.md', flavor)} (`{uuid[:8]}`)"
 
 
 def _mermaid_label(text: str) -> str:
@@ -150,11 +151,14 @@ def _title_of(uuid: str, threads: Mapping[str, ThreadRef]) -> str:
 
 
 def render_graph_md(
-    edges: list[RelationEdge], threads: Mapping[str, ThreadRef], lang: str = "en"
+    edges: list[RelationEdge],
+    threads: Mapping[str, ThreadRef],
+    lang: str = "en",
+    flavor: str = GITHUB,
 ) -> str:
     """graph.md for `edges`; `threads` maps web UUIDs to their directory and title."""
     lb = graph_labels(lang)
-    threads = _Shown(threads)
+    threads = _Shown(threads, flavor)
     by_kind: dict[str, list[RelationEdge]] = {}
     for e in edges:
         by_kind.setdefault(e.kind, []).append(e)

@@ -31,7 +31,7 @@ def sources_md(ctx: Ctx) -> str:
         cites = turn_cites(ctx, turn)
         if cites:
             name = f"{lb.turn} {turn.index}"
-            blocks += [f"## {link(name, turn_file(turn.index))}", citation_lines(cites)]
+            blocks += [f"## {link(name, turn_file(turn.index), ctx.flavor)}", citation_lines(cites)]
     if len(blocks) == 1:
         blocks.append(lb.none)
     return finish(join_blocks(blocks))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring
 
 from pplx_export.models import JSON
-from pplx_export.render.text import cell, link, one_line
+from pplx_export.render.text import GITHUB, cell, link, one_line
 from pplx_export.util.jsontext import dumps_indented
 
 PERMISSIONS_EN = {4: "owner", 3: "can manage", 2: "can edit", 1: "can view"}
@@ -213,14 +213,16 @@ def _member_name(m: Member) -> str:
     return m.name or m.username or "?"
 
 
-def _thread_rows(page: SpacePage, lb: SpaceLabels) -> list[str]:
+def _thread_rows(page: SpacePage, lb: SpaceLabels, flavor: str) -> list[str]:
     rows = [
         f"| {lb.title} | {lb.author} | {lb.mode} | {lb.date} | uuid | {lb.archive} |",
         "|---|---|---|---|---|---|",
     ]
     for t in sort_threads(page.threads):
         title = t.title or t.uuid[:8]
-        shown = link(title, f"../{t.dir}/conversation.md") if t.dir else cell(one_line(title))
+        shown = (
+            link(title, f"../{t.dir}/conversation.md", flavor) if t.dir else cell(one_line(title))
+        )
         where = link(lb.folder, f"../{t.dir}/") if t.dir else lb.not_exported
         rows.append(
             f"| {_cell(shown)} | {_cell(t.author or lb.unknown)} | {_cell(t.mode)} | "
@@ -246,7 +248,7 @@ def page_heading(page: SpacePage, lb: SpaceLabels) -> str:
     return f"{emoji} {title}" if emoji else title
 
 
-def render_space_page(page: SpacePage, lang: str = "en") -> str:
+def render_space_page(page: SpacePage, lang: str = "en", flavor: str = GITHUB) -> str:
     lb = space_labels(lang)
     out = [f"# {page_heading(page, lb)}", ""]
     if page.no_space:
@@ -265,7 +267,7 @@ def render_space_page(page: SpacePage, lang: str = "en") -> str:
     parts = page.participants
     out += [", ".join(f"{cell(a)} ({n})" for a, n in parts) if parts else lb.unknown, ""]
     out += [f"## {lb.threads} ({len(page.threads)})", ""]
-    out += _thread_rows(page, lb)
+    out += _thread_rows(page, lb, flavor)
     return "\n".join(out) + "\n"
 
 
@@ -286,7 +288,7 @@ def _members_block(page: SpacePage, lb: SpaceLabels) -> list[str]:
     return [*out, ""]
 
 
-def render_spaces_index(pages: list[SpacePage], lang: str = "en") -> str:
+def render_spaces_index(pages: list[SpacePage], lang: str = "en", flavor: str = GITHUB) -> str:
     lb = space_labels(lang)
     spaces = [p for p in pages if not p.no_space]
     loose = next((p for p in pages if p.no_space), None)
@@ -307,7 +309,7 @@ def render_spaces_index(pages: list[SpacePage], lang: str = "en") -> str:
         shown = str(members) if members else ("—" if p.no_space else "?")
         out.append(
             f"| {cell(page_heading(p, lb))} | {len(p.threads)} | {p.exported} | {shown} | "
-            f"{link(p.file, p.file)} |"
+            f"{cell(link(p.file, p.file, flavor))} |"
         )
     return "\n".join(out) + "\n"
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pplx_export.models import CouncilModel, Step
 from pplx_export.render.context import Ctx
 from pplx_export.render.items import source_lines
-from pplx_export.render.shown import Shown
+from pplx_export.render.shown import Shown, item_atoms, step_atoms
 from pplx_export.render.text import (
     WORK_TOP,
     demote,
@@ -72,7 +72,7 @@ def _council_research(ctx: Ctx, step: Step) -> str:
             answer = demote(state.answer.strip("\n"), WORK_TOP)
             body.append(f"**{lb.answer}{lb.colon}**\n\n" + answer)
         summary = f"{lb.model}: {state.model}" + (f" ({state.status})" if state.status else "")
-        blocks.append(details(summary_text(summary), join_blocks(body)))
+        blocks.append(details(summary_text(summary), join_blocks(body), ctx.flavor))
     return join_blocks(blocks)
 
 
@@ -101,7 +101,9 @@ def render_step(ctx: Ctx, step: Step) -> str:
     if kind == "SEARCH_RESULTS":
         lines = source_lines(b.links)
         return (
-            details(lb.search_results + lb.par(str(len(lines))), "\n".join(lines)) if lines else ""
+            details(lb.search_results + lb.par(str(len(lines))), "\n".join(lines), ctx.flavor)
+            if lines
+            else ""
         )
     if kind == "GET_URL_CONTENT":
         return _list(lb.read_pages, [f"- {link(u, u)}" for u in b.urls])
@@ -148,26 +150,25 @@ def render_steps(ctx: Ctx, steps: Sequence[Step]) -> str:
 
 
 def novel_steps(ctx: Ctx, steps: Sequence[Step], shown_md: str) -> list[Step]:
-    """The parts of `steps` whose content is not already in `shown_md`.
+    """The parts of `steps` whose content atoms are not all in `shown_md` (render/shown.py).
 
     Workflow blocks are a second, sometimes lagging copy of an entry's plain steps; rendering
     both in full would double every turn, rendering one alone can lose content. Tool steps
     are filtered item by item, list-like steps element by element, other steps whole.
     """
-    return _novel(ctx, steps, Shown(shown_md))
+    return _novel(steps, Shown(shown_md))
 
 
-def _novel(ctx: Ctx, steps: Sequence[Step], shown: Shown) -> list[Step]:
-    bare = ctx.content_only()
+def _novel(steps: Sequence[Step], shown: Shown) -> list[Step]:
     out: list[Step] = []
     for step in steps:
         kind, b = step.step_type, step.body
         if kind == "COUNCIL_RESEARCH":
-            reduced = _novel_council(ctx, step, shown)
+            reduced = _novel_council(step, shown)
             if reduced is not None:
                 out.append(reduced)
         elif kind in ("ASI_TOOL_INPUT", "ASI_TOOL_OUTPUT") and b.items:
-            items = [i for i in b.items if render_item(bare, i) not in shown]
+            items = [i for i in b.items if not shown.covers(item_atoms(i))]
             if items:
                 out.append(replace(step, body=replace(b, items=items)))
         # List-like steps are filtered element by element (blank elements count as shown).
@@ -176,23 +177,23 @@ def _novel(ctx: Ctx, steps: Sequence[Step], shown: Shown) -> list[Step]:
             if queries:
                 out.append(replace(step, body=replace(b, queries=queries)))
         elif kind == "SEARCH_RESULTS":
-            links = [r for r in b.links if r.name + r.url not in shown]
+            links = [r for r in b.links if not shown.covers((r.name, r.url))]
             if links:
                 out.append(replace(step, body=replace(b, links=links)))
         elif kind in ("GET_URL_CONTENT", "URL_NAVIGATE"):
             urls = [u for u in b.urls if u not in shown]
             if urls:
                 out.append(replace(step, body=replace(b, urls=urls)))
-        elif render_step(bare, step) not in shown:
+        elif not shown.covers(step_atoms((step,))):
             out.append(step)
     return out
 
 
-def _novel_council(ctx: Ctx, step: Step, shown: Shown) -> Step | None:
+def _novel_council(step: Step, shown: Shown) -> Step | None:
     """A COUNCIL_RESEARCH step reduced to the model steps and answers not yet shown."""
     models: list[CouncilModel] = []
     for state in step.body.models:
-        steps = _novel(ctx, state.steps, shown)
+        steps = _novel(state.steps, shown)
         answer = "" if state.answer in shown else state.answer
         thought = "" if state.mock_thought in shown else state.mock_thought
         if steps or answer or thought:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from pplx_export.models import SubAgent, Turn, WfPayload, WfStep
+from collections.abc import Sequence
+from datetime import datetime
+
+from pplx_export.models import Step, SubAgent, Turn, WfPayload, WfStep
 from pplx_export.render.background import background_log, background_payloads, launcher_line
 from pplx_export.render.context import Ctx
+from pplx_export.render.items import is_the_answer
 from pplx_export.render.latex import norm
 from pplx_export.render.plan import plan_block
-from pplx_export.render.steps import novel_steps, render_steps
+from pplx_export.render.shown import Shown
+from pplx_export.render.steps import novel_steps, render_step, render_steps
 from pplx_export.render.text import (
     WORK_TOP,
     demote,
@@ -19,7 +24,8 @@ from pplx_export.render.text import (
     quote,
     time_range,
 )
-from pplx_export.render.tree import nested, nested_body, render_item
+from pplx_export.render.tree import nested, nested_steps, render_item
+from pplx_export.util.timefmt import parse_iso
 
 
 def anchor_payloads(step: WfStep) -> list[WfPayload]:
@@ -39,6 +45,38 @@ def sub_id(step: WfStep, wp: WfPayload) -> str:
     return wp.id or step.id.removesuffix(":workflow")
 
 
+def interleave(
+    ctx: Ctx, timed: Sequence[tuple[str, str]], steps: Sequence[Step]
+) -> tuple[list[str], list[Step]]:
+    """The payload's step parts (`nested_steps`) with each log step rendered after the last
+    part that ended at or before it (before the first when it is earlier than all), and
+    the log steps that have no time to place them by (all of them when no part has one)."""
+    moments: list[datetime | None] = []
+    last: datetime | None = None
+    for end, _ in timed:
+        last = parse_iso(end) or last
+        moments.append(last)
+    if last is None:
+        return [text for _, text in timed], list(steps)
+    after: dict[int, list[str]] = {}
+    rest: list[Step] = []
+    for step in steps:
+        at = parse_iso(step.body.time or step.timestamp)
+        if at is None:
+            rest.append(step)
+            continue
+        place = -1
+        for i, moment in enumerate(moments):
+            if moment is not None and moment <= at:
+                place = i
+        after.setdefault(place, []).append(render_step(ctx, step))
+    out = list(after.get(-1, ()))
+    for i, (_, text) in enumerate(timed):
+        out.append(text)
+        out += after.get(i, ())
+    return out, rest
+
+
 def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     """Prompt, plan, work process, conclusion and citations of a mapped sub-agent."""
     lb = ctx.labels
@@ -48,47 +86,73 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     if wp.model:
         meta.append(f"{lb.model}: `{wp.model}`")
     blocks = [quote(" · ".join(meta)), launcher_line(ctx, sub.sub_id)]
-    prompt = sub.prompt or wp.prompt
-    if prompt.strip():
-        blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(prompt.strip("\n")))
-    blocks.append(plan_block(ctx, {sub.thread_uuid} - {""}, skip=sub.answer))
     # Two copies of the run exist: the workflow payload in the launching turn (titled steps,
     # may lag) and the background entry's step log (the parser's sub.steps). The payload is
     # shown first; the log adds what the payload lacks (everything, when the payload is empty).
     copies = [p for p in background_payloads(ctx, sub.sub_id) if p.steps]
+    # The copies can word the task differently (the launch's short objective, the run's
+    # own): each distinct wording once.
+    prompts: list[str] = []
+    for prompt in (sub.prompt, wp.prompt, *(c.prompt for c in copies)):
+        if prompt.strip() and prompt not in Shown("\n".join(prompts)):
+            prompts.append(prompt.strip("\n"))
+    if prompts:
+        blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote("\n\n".join(prompts)))
+    blocks.append(plan_block(ctx, {sub.thread_uuid} - {""}, skip=sub.answer))
     primary = copies[0] if copies else wp
     seen = frozenset({id(wp), *(id(c) for c in copies)})
-    parts, conclusion, cited = nested_body(ctx, primary, 0, seen)
-    shown_md = join_blocks(parts)
+    parts, conclusion, cited = nested_steps(ctx, primary, 0, seen, answer=sub.answer)
+    shown_md = join_blocks([text for _, text in parts])
     for other in [*copies[1:], wp] if copies else []:
-        more, more_conclusion, more_cited = nested_body(ctx, other, 0, seen, shown_md)
+        more, more_conclusion, more_cited = nested_steps(
+            ctx, other, 0, seen, shown_md, answer=sub.answer
+        )
         conclusion = conclusion if conclusion.strip() else more_conclusion
         cited += [c for c in more_cited if c not in cited]
         parts += more
-        shown_md = join_blocks(parts)
-    if parts:
-        n = len(primary.steps)
-        blocks.append(details(lb.subagent_payload_steps + lb.par(lb.steps_n.format(n=n)), shown_md))
+        shown_md = join_blocks([text for _, text in parts])
     # Citations are listed once at the end; they count as shown for the step log too.
     extra = novel_steps(ctx, sub.steps, join_blocks([shown_md, *cited]))
+    # What only the log has goes where it happened among the payload's steps; what has no
+    # time to place it by stays in a fold of its own.
+    body, extra = interleave(ctx, parts, extra)
+    if body:
+        n = len(primary.steps)
+        blocks.append(
+            details(
+                lb.subagent_payload_steps + lb.par(lb.steps_n.format(n=n)),
+                join_blocks(body),
+                ctx.flavor,
+            )
+        )
     rendered = render_steps(ctx, extra)
     if rendered:
         blocks.append(
-            details(lb.subagent_steps + lb.par(lb.steps_n.format(n=len(extra))), rendered)
+            details(
+                lb.subagent_steps + lb.par(lb.steps_n.format(n=len(extra))), rendered, ctx.flavor
+            )
         )
     answer = sub.answer if sub.answer.strip() else conclusion
-    if answer.strip():
+    if is_the_answer(ctx, answer):
+        # The run's answer is the turn's final answer (a turn that only waits for its
+        # sub-agent): shown once, in the Answer section.
+        blocks.append(f"**{lb.conclusion}{lb.colon}** *{lb.to_answer}*")
+    elif answer.strip():
         blocks.append(
             f"**{lb.conclusion}{lb.colon}**\n\n"
             + demote(model_links(norm(answer.strip("\n"))), WORK_TOP)
         )
-    if conclusion.strip() and answer.strip() != conclusion.strip():
+    if (
+        conclusion.strip()
+        and answer.strip() != conclusion.strip()
+        and not is_the_answer(ctx, conclusion)
+    ):
         blocks.append(demote(model_links(norm(conclusion.strip("\n"))), WORK_TOP))
     lines = ["- " + link(c.name, c.url) for c in sub.sources if c.url]
     known = set(lines)
     lines += [c for c in cited if c not in known]
     if lines:
-        blocks.append(details(lb.sources + lb.par(str(len(lines))), "\n".join(lines)))
+        blocks.append(details(lb.sources + lb.par(str(len(lines))), "\n".join(lines), ctx.flavor))
     return blocks
 
 

@@ -71,8 +71,61 @@ def link_target(url: str) -> str:
     return url
 
 
-def link(name: str, url: str) -> str:
+# Render flavours (config `render_flavor`, `--flavor`): how folds, links between the
+# archive's own files and embedded images are written.
+GITHUB = "github"
+OBSIDIAN = "obsidian"
+FLAVORS = (GITHUB, OBSIDIAN)
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+# What a wikilink's target or text cannot hold: `]]` ends it, `|` splits target from text,
+# `#`/`^` in a target name a heading or block, `[` could open another link.
+_WIKI_UNSAFE_TEXT = re.compile(r"[\[\]|]")
+_WIKI_UNSAFE_TARGET = re.compile(r"[\[\]|#^\n]")
+
+
+def is_internal(url: str) -> bool:
+    """A link to a file of the archive: a relative path (no scheme, no `#`/`/`/`?` start)
+    naming a file rather than a folder."""
+    url = url.strip()
+    return bool(url) and not _SCHEME.match(url) and url[0] not in "#/?" and not url.endswith("/")
+
+
+def _vault_path(rel: str) -> str:
+    # Obsidian reads a wikilink path without `./` or `../` as a path from the vault root (or
+    # a bare file name searched across the vault): `turns/turn_0001.md` would find some other
+    # thread's turn file. An explicit `./` keeps it relative to the page that links.
+    rel = rel.strip()
+    return rel if rel.startswith(("./", "../")) else "./" + rel
+
+
+def wikilink(target: str, text: str = "") -> str | None:
+    """`[[./target|text]]`, or None when the target or text has a character a wikilink
+    cannot carry (the caller writes a Markdown link, which Obsidian resolves as well)."""
+    text = one_line(text)
+    if _WIKI_UNSAFE_TARGET.search(target) or _WIKI_UNSAFE_TEXT.search(text):
+        return None
+    path = _vault_path(target)
+    return f"[[{path}|{text}]]" if text else f"[[{path}]]"
+
+
+def link(name: str, url: str, flavor: str = GITHUB) -> str:
+    """A Markdown link; in the obsidian flavour a link to a file of the archive is a
+    wikilink (web links stay Markdown links: Obsidian shows those as they are)."""
+    if flavor == OBSIDIAN and is_internal(url):
+        wiki = wikilink(url, name or url)
+        if wiki is not None:
+            return wiki
     return f"[{link_text(name or url)}]({link_target(url)})"
+
+
+def image(alt: str, url: str, flavor: str = GITHUB) -> str:
+    """An embedded image: `![alt](url)`; `![[./path]]` for an archive file in the obsidian
+    flavour (Obsidian's embed; the alt text has no place there)."""
+    if flavor == OBSIDIAN and is_internal(url):
+        wiki = wikilink(url)
+        if wiki is not None:
+            return "!" + wiki
+    return f"!{link(alt, url)}"
 
 
 def fence_for(body: str) -> str:
@@ -108,12 +161,24 @@ def cell(text: str) -> str:
     return text.replace("\n", "<br>")
 
 
-def details(summary: str, body: str) -> str:
-    """A folded block; blank lines around the body so Markdown inside it still renders."""
+def details(summary: str, body: str, flavor: str) -> str:
+    """A folded block: HTML `<details>` (blank lines around the body so Markdown inside it
+    still renders), or in the obsidian flavour a folded callout (Obsidian renders no
+    Markdown inside HTML blocks)."""
+    if flavor == OBSIDIAN:
+        return callout(summary, body)
     inner = body.strip("\n")
     if not inner:
         return f"<details>\n<summary>{summary}</summary>\n\n</details>"
     return f"<details>\n<summary>{summary}</summary>\n\n{inner}\n\n</details>"
+
+
+def callout(summary: str, body: str) -> str:
+    """`> [!note]- summary` and the body quoted under it: a callout folded until clicked.
+    A fold inside the body is a callout already, so nesting adds one `>` per level."""
+    head = f"> [!note]- {one_line(summary)}".rstrip()
+    inner = body.strip("\n")
+    return f"{head}\n{quote(inner)}" if inner else head
 
 
 def join_blocks(blocks: list[str]) -> str:
@@ -184,12 +249,14 @@ def bold(text: str) -> str:
 
 
 _NON_WORD = re.compile(r"[\W_]+")
-# The layout `squash` drops whole (the renderer's own folding and line-break markup).
-LAYOUT_TAGS = ("<details>", "</details>", "<summary>", "</summary>", "<br>", "</br>")
+# The layout `squash` drops whole (the renderer's own folding and line-break markup, and
+# the obsidian flavour's fold head, so both flavours squash to the same letters and every
+# "already shown?" decision is the same in both).
+LAYOUT_TAGS = ("<details>", "</details>", "<summary>", "</summary>", "<br>", "</br>", "[!note]-")
 _LAYOUT_TAG = re.compile("|".join(re.escape(t) for t in LAYOUT_TAGS))
 # The layout tags cut at every inner position.
-_TAG_HEADS = tuple(sorted({t[:i] for t in LAYOUT_TAGS for i in range(1, len(t))}))
-_TAG_TAILS = tuple(sorted({t[i:] for t in LAYOUT_TAGS for i in range(1, len(t))}))
+TAG_HEADS = tuple(sorted({t[:i] for t in LAYOUT_TAGS for i in range(1, len(t))}))
+TAG_TAILS = tuple(sorted({t[i:] for t in LAYOUT_TAGS for i in range(1, len(t))}))
 SQUASH_SURE = 8  # squashed characters: more than fit inside a layout tag
 # Every ASCII byte that is not a letter or digit: what `_NON_WORD` removes from ASCII text.
 _ASCII_NON_WORD = bytes(b for b in range(128) if not chr(b).isalnum())
@@ -203,7 +270,7 @@ def squash(text: str) -> str:
     # Dropping characters is a per-character filter, so the ASCII ones can go first in one
     # C pass (bytes.translate, several times faster than the regex on Markdown, which is
     # mostly punctuation and spaces); the regex then only sees the non-ASCII rest.
-    if "<" in text:
+    if "<" in text or "[!" in text:
         text = _LAYOUT_TAG.sub("", text)
     kept = text.encode("utf-8", "surrogatepass")
     rest = kept.translate(None, _ASCII_NON_WORD).decode("utf-8", "surrogatepass")
@@ -215,6 +282,25 @@ def squash(text: str) -> str:
         if not rest.isascii():
             return _NON_WORD.sub("", rest).casefold()
     return rest.lower()
+
+
+_ASCII_NON_WORD_KEEP_LF = _ASCII_NON_WORD.replace(b"\n", b"")
+_NON_WORD_KEEP_LF = re.compile(r"[^\w\n]+|_")
+
+
+def squash_lines(text: str) -> list[str]:
+    """`squash` of every line of `text`, in one pass over it (the same characters dropped,
+    line breaks kept): a page's atoms for "already shown?" lookups."""
+    if "<" in text:
+        text = _LAYOUT_TAG.sub("", text)
+    kept = text.encode("utf-8", "surrogatepass")
+    rest = kept.translate(None, _ASCII_NON_WORD_KEEP_LF).decode("utf-8", "surrogatepass")
+    if not rest.isascii():
+        for mark in _OWN_MARKS:
+            rest = rest.replace(mark, "")
+        if not rest.isascii():
+            return _NON_WORD_KEEP_LF.sub("", rest).casefold().split("\n")
+    return rest.lower().split("\n")
 
 
 def squashed_on_page(text: str, squashed: str, page: str) -> bool:
@@ -229,6 +315,6 @@ def squashed_on_page(text: str, squashed: str, page: str) -> bool:
     return (
         len(squashed) >= SQUASH_SURE
         and text in page
-        and not text.startswith(_TAG_TAILS)
-        and not text.endswith(_TAG_HEADS)
+        and not text.startswith(TAG_TAILS)
+        and not text.endswith(TAG_HEADS)
     )

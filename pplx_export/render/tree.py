@@ -32,7 +32,7 @@ from pplx_export.render.items import (
     render_user_response,
 )
 from pplx_export.render.latex import norm
-from pplx_export.render.shown import Shown
+from pplx_export.render.shown import Shown, item_atoms
 from pplx_export.render.text import (
     WORK_TOP,
     bold,
@@ -114,7 +114,7 @@ def flattened(ctx: Ctx, top: WfPayload, seen: frozenset[int]) -> str:
             blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(wp.prompt.strip("\n")))
         children: list[WfPayload] = []
         conclusion = conclusion_of(wp)
-        inner = ctx.with_answer(conclusion)  # the conclusion is shown once, below
+        inner = ctx.with_answer(conclusion, lb.to_conclusion)  # shown once, below
         for step in wp.steps:
             parts = []
             for item in step.items:
@@ -179,17 +179,35 @@ def nested_body(
     depth: int,
     seen: frozenset[int],
     shown_md: str | None = None,
+    answer: str = "",
 ) -> tuple[list[str], str, list[str]]:
-    """(body parts, conclusion, citation lines) of a nested workflow payload.
+    """(body parts, conclusion, citation lines) of a nested workflow payload (`nested_steps`
+    without the times)."""
+    timed, conclusion, cited = nested_steps(ctx, wp, depth, seen, shown_md, answer)
+    return [text for _, text in timed], conclusion, cited
 
-    With `shown_md`, items whose content is already there are left out (a second copy of
-    the same run); step titles stay so the outline of the run remains visible.
+
+def nested_steps(
+    ctx: Ctx,
+    wp: WfPayload,
+    depth: int,
+    seen: frozenset[int],
+    shown_md: str | None = None,
+    answer: str = "",
+) -> tuple[list[tuple[str, str]], str, list[str]]:
+    """((step time, body part) per shown step, conclusion, citation lines) of a nested
+    workflow payload; the time is the step's end, else its start, else "".
+
+    With `shown_md`, items whose content atoms are all already there are left out (a second
+    copy of the same run); step titles stay so the outline of the run remains visible.
+    `answer` is the run's answer shown below the steps when the payload has no conclusion of
+    its own (a sub-agent's mapped answer).
     """
     shown = Shown(shown_md) if shown_md is not None else None
-    bare = ctx.content_only()
     conclusion = conclusion_of(wp)
-    inner = ctx.with_answer(conclusion)
-    parts: list[str] = []
+    # A text equal to the conclusion shown below the steps points to it instead.
+    inner = ctx.with_answer(conclusion if conclusion.strip() else answer, ctx.labels.to_conclusion)
+    parts: list[tuple[str, str]] = []
     cited: list[str] = []
     urls: set[str] = set()
     for step in wp.steps:
@@ -204,7 +222,7 @@ def nested_body(
                         urls.add(s.url)
                         cited.append("- " + link(s.name, s.url))
                 continue
-            if shown is not None and render_item(bare, item, depth + 1, seen) in shown:
+            if shown is not None and shown.covers(item_atoms(item)):
                 continue
             rendered = render_item(inner, item, depth + 1, seen)
             if rendered.strip():
@@ -216,7 +234,7 @@ def nested_body(
         if shown is not None and not step_parts and (not label or label in shown):
             continue  # a second copy's step with nothing new
         if label or step_parts:
-            parts.append(join_blocks([label, *step_parts]))
+            parts.append((step.completed_at or step.started_at, join_blocks([label, *step_parts])))
     return parts, conclusion, cited
 
 
@@ -265,4 +283,4 @@ def nested(
         )
     if cited:
         blocks.append(f"**{lb.sources}{lb.colon}**\n\n" + "\n".join(cited))
-    return details(summary, join_blocks(blocks))
+    return details(summary, join_blocks(blocks), ctx.flavor)

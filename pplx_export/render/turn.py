@@ -38,6 +38,15 @@ def linked_answer(ctx: Ctx, turn: Turn, inline: bool, top: int) -> str:
     return link_markers(md, turn_cites(ctx, turn), inline)
 
 
+def rewritten_note(ctx: Ctx, turn: Turn) -> str:
+    """A note above an answer the platform replaced with an experiment variant (§5.8)."""
+    ids = {turn.uuid, turn.backend_uuid} - {""}
+    for record in ctx.conv.answer_variants:
+        if record.get("entry_uuid") in ids:
+            return quote(ctx.labels.answer_rewritten)
+    return ""
+
+
 def turn_heading(ctx: Ctx, turn: Turn, level: str) -> str:
     when = ts(turn.created_us)
     return f"{level} {ctx.labels.turn} {turn.index}" + (f" — {when}" if when else "")
@@ -73,6 +82,7 @@ def render_turn(ctx: Ctx, turn: Turn) -> str:
         work_process(ctx, turn),
         render_stub_section(ctx, turn),
         f"## {lb.answer}",
+        rewritten_note(ctx, turn),
         shown_answer,
     ]
     cites = turn_cites(ctx, turn)

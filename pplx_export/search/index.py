@@ -1,9 +1,11 @@
 """Keeping `index/search.sqlite` current: update changed threads, or rebuild from the archive.
 
 A thread is indexed from its files, by the same parser as re-render: thread.json,
-raw_entries.json, raw_blocks.json and the report body. Its row records a `signature` (size
-and mtime of those files); a thread whose files still match is skipped without being read,
-so a hook called for every thread of a no-op run costs a few stats each. One transaction
+raw_entries.json, raw_blocks.json and the report body. Its row records a `signature`:
+`<size and mtime of those files>#<digest of their content>`. A thread whose files still
+match the first part is skipped without being read, so a hook called for every thread of
+a no-op run costs a few stats each; one whose files were only touched (a copy, a restore,
+a checkout: new mtimes, same bytes) matches the second part and is only re-signed. One transaction
 per call (per chunk of threads for `IndexUpdater`): a reader sees a chunk whole or not at all.
 
 `rebuild` writes a new database next to the old one and renames it over it, so a search
@@ -16,6 +18,7 @@ another schema version, is rebuilt with a warning.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import signal
@@ -23,13 +26,14 @@ import sqlite3
 import sys
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pplx_export.models import JSON, Conversation
 from pplx_export.search.extract import ThreadRow, thread_row
 from pplx_export.search.schema import (
     FTS_TABLES,
@@ -145,13 +149,31 @@ def signature(root: Path, rel: str) -> str | None:
     return "|".join(parts)
 
 
-def _read_json(path: str, name: str) -> tuple[Any, tuple[int, int]]:
+def files_part(stored: str) -> str:
+    """The stat part of a stored signature (what `signature` computes)."""
+    return stored.partition("#")[0]
+
+
+def content_digest(digests: Mapping[str, str], body_stamp: str) -> str:
+    """The content part of a signature: the sha256 of thread.json and the raw files (as
+    `digests` gives them by file name) and the report body's stamp. "" when one is unknown
+    (then no signature is ever taken as proof of unchanged content)."""
+    try:
+        parts = [EXTRACT_VERSION, digests[THREAD_JSON], digests[RAW_ENTRIES]]
+    except KeyError:
+        return ""
+    parts += [digests.get(RAW_BLOCKS, "-"), body_stamp]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
+
+
+def _read_json(path: str, name: str, digests: dict[str, str]) -> tuple[Any, tuple[int, int]]:
     try:
         data, stat = read_with_stat(path)
     except FileNotFoundError:
         raise
     except OSError as exc:
         raise ThreadUnreadable(f"{name} unreadable: {exc}") from exc
+    digests[name] = hashlib.sha256(data).hexdigest()
     try:
         value = loads(data)
     except (ValueError, RecursionError) as exc:
@@ -168,18 +190,19 @@ def load_thread(root: Path, rel: str) -> tuple[ThreadRow, str]:
     from pplx_export.parse.thread import parse_thread, row_from_thread_json
 
     base = os.path.join(root, rel)
-    doc, doc_stat = _read_json(os.path.join(base, THREAD_JSON), THREAD_JSON)
+    digests: dict[str, str] = {}
+    doc, doc_stat = _read_json(os.path.join(base, THREAD_JSON), THREAD_JSON, digests)
     web_uuid = doc.get("web_uuid")
     if not isinstance(web_uuid, str) or not web_uuid:
         raise ThreadUnreadable("thread.json has no web_uuid")
     try:
-        plain, plain_stat = _read_json(os.path.join(base, RAW_ENTRIES), RAW_ENTRIES)
+        plain, plain_stat = _read_json(os.path.join(base, RAW_ENTRIES), RAW_ENTRIES, digests)
     except FileNotFoundError as exc:
         raise ThreadUnreadable(f"{RAW_ENTRIES} missing") from exc
     blocks: dict[str, Any] | None = None
     blocks_stat: tuple[int, int] | None = None
     with contextlib.suppress(FileNotFoundError):  # plain search threads have none
-        blocks, blocks_stat = _read_json(os.path.join(base, RAW_BLOCKS), RAW_BLOCKS)
+        blocks, blocks_stat = _read_json(os.path.join(base, RAW_BLOCKS), RAW_BLOCKS, digests)
     mode_folder = rel.split("/")[1] if rel.count("/") >= 2 else ""
     try:
         conv = parse_thread(
@@ -193,6 +216,17 @@ def load_thread(root: Path, rel: str) -> tuple[ThreadRow, str]:
         )
     except SchemaError as exc:
         raise ThreadUnreadable(str(exc)) from exc
+    body, body_stat = _report_body(base, conv)
+    sig = "|".join(
+        [EXTRACT_VERSION, *(_stamp(s) for s in (doc_stat, plain_stat, blocks_stat, body_stat))]
+    )
+    sig += "#" + content_digest(digests, _stamp(body_stat))
+    return thread_row(conv, doc, rel, body), sig
+
+
+def _report_body(base: str, conv: Conversation) -> tuple[str | None, tuple[int, int] | None]:
+    """The report text the index holds (the stored body, else report.md) and the stat of
+    `assets/report_body.md` for the signature."""
     body: str | None = None
     body_stat: tuple[int, int] | None = None
     if conv.report is not None:
@@ -209,9 +243,36 @@ def load_thread(root: Path, rel: str) -> tuple[ThreadRow, str]:
         with contextlib.suppress(OSError):
             st = os.stat(os.path.join(base, REPORT_BODY))
             body_stat = (st.st_size, st.st_mtime_ns)
-    sig = "|".join(
-        [EXTRACT_VERSION, *(_stamp(s) for s in (doc_stat, plain_stat, blocks_stat, body_stat))]
-    )
+    return body, body_stat
+
+
+# What a re-render worker hands over for one thread: its rows and new signature, or (None,
+# signature) when the rows stored are still right and only the signature changes.
+Fresh = tuple["ThreadRow | None", str]
+
+
+def fresh_rows(
+    root: Path,
+    rel: str,
+    conv: Conversation,
+    doc: JSON,
+    indexed: str,
+    digests: Mapping[str, str],
+) -> Fresh | None:
+    """For a re-render worker that has just written directory `rel` from `conv` (and
+    thread.json `doc`, as now on disk; `digests`: sha256 of thread.json and the raw files
+    as now on disk): what the index needs, or None when the signature it holds (`indexed`,
+    "" for none) is still current. The rows are what `load_thread` would read back,
+    without reading and parsing the thread again; files that were only touched cost no
+    rows at all."""
+    files = signature(root, rel)
+    if files is None or files == files_part(indexed):
+        return None
+    content = content_digest(digests, files.rsplit("|", 1)[1])
+    sig = f"{files}#{content}"
+    if content and content == indexed.partition("#")[2]:
+        return None, sig
+    body, _ = _report_body(os.path.join(root, rel), conv)
     return thread_row(conv, doc, rel, body), sig
 
 
@@ -277,7 +338,7 @@ def _index_one(conn: sqlite3.Connection, root: Path, rel: str, stats: IndexStats
     if sig is None:  # the directory is gone (merged into a newer one, deleted by hand)
         stats.removed += _delete(conn, rel=rel)
         return
-    if known is not None and known[0] == sig:
+    if known is not None and files_part(known[0]) == sig:
         stats.unchanged += 1
         return
     try:
@@ -332,8 +393,17 @@ def update_threads(root: Path, rels: Iterable[str], *, jobs: int = 1) -> IndexSt
     Without a database, one is built from the whole archive; a damaged one is rebuilt. That
     build runs in this process unless `jobs` says otherwise: a hook may be called where
     other threads run (a progress bar's, the demo's emulator), and forking then is unsafe."""
-    root = Path(root)
-    rels = list(rels)
+    return _update(Path(root), [(rel, None) for rel in rels], jobs=jobs)
+
+
+Pending = list[tuple[str, "Fresh | None"]]  # (directory, what a worker found, if any)
+
+
+_RESIGN = "UPDATE threads SET signature = ? WHERE dir = ?"
+
+
+def _update(root: Path, pending: Pending, *, jobs: int) -> IndexStats:
+    """`update_threads`, where some threads come with their rows computed already."""
     try:
         try:
             conn = open_for_update(root)
@@ -347,8 +417,16 @@ def update_threads(root: Path, rels: Iterable[str], *, jobs: int = 1) -> IndexSt
         try:
             with conn:
                 conn.execute("BEGIN IMMEDIATE")
-                for rel in rels:
-                    _index_one(conn, root, rel, stats)
+                for rel, fresh in pending:
+                    row, sig = fresh if fresh is not None else (None, "")
+                    if row is not None:
+                        _delete(conn, uuid=row.uuid, rel=rel)
+                        _insert(conn, row, sig)
+                        stats.indexed += 1
+                    elif sig and conn.execute(_RESIGN, (sig, rel)).rowcount:
+                        stats.unchanged += 1  # same content: only the signature changes
+                    else:
+                        _index_one(conn, root, rel, stats)
         finally:
             conn.close()
     except (sqlite3.Error, OSError) as exc:
@@ -365,6 +443,12 @@ class IndexUpdater:
     """`update_threads` fed one thread at a time, one transaction per `chunk` threads, for a
     long run (re-render): `add(rel)` for each thread written, `close()` at the end.
 
+    `indexed()` gives the signature the index holds for each directory, so that re-render
+    workers, which have the thread parsed already, compute the rows of a thread whose files
+    changed (`fresh_rows`) and hand them to `add(rel, rows)`: this process then only writes
+    them. A thread handed as `fresh` is current and costs nothing; one handed with neither
+    is checked and, if need be, read again here.
+
     Without a usable database the threads are not indexed one by one: `close()` builds the
     index from the whole archive once the run is over (not while its workers still share
     the CPUs). A run interrupted before `close()` leaves the index behind what it wrote;
@@ -375,28 +459,48 @@ class IndexUpdater:
         self.root = Path(root)
         self.enabled = enabled
         self.chunk = chunk
-        self.pending: list[str] = []
+        self.pending: Pending = []
         self.stats = IndexStats()
         self.build_at_close = False
 
-    def add(self, rel: str) -> None:
-        if not self.enabled or self.build_at_close:
+    def indexed(self) -> dict[str, str] | None:
+        """Directory -> signature of every thread in the index; None when there is no
+        usable index (it is then built at `close()`, and workers need not compute rows)."""
+        if not self.enabled:
+            return None
+        try:
+            conn = open_for_update(self.root)
+        except (FileNotFoundError, IndexDamaged, sqlite3.Error, OSError):
+            self.build_at_close = True
+            return None
+        try:
+            return {
+                str(d): str(sig) for d, sig in conn.execute("SELECT dir, signature FROM threads")
+            }
+        except sqlite3.Error:
+            self.build_at_close = True
+            return None
+        finally:
+            conn.close()
+
+    def add(self, rel: str, rows: Fresh | None = None, *, fresh: bool = False) -> None:
+        if not self.enabled or self.build_at_close or fresh:
             return
-        self.pending.append(rel)
+        self.pending.append((rel, rows))
         if len(self.pending) >= self.chunk:
             self.flush()
 
     def flush(self) -> None:
         if not self.pending:
             return
-        rels, self.pending = self.pending, []
+        pending, self.pending = self.pending, []
         try:
             conn = open_for_update(self.root)
         except (FileNotFoundError, IndexDamaged, sqlite3.Error, OSError):
             self.build_at_close = True
             return
         conn.close()
-        self.stats.merge(update_threads(self.root, rels))
+        self.stats.merge(_update(self.root, pending, jobs=1))
 
     def close(self) -> IndexStats:
         if not self.enabled:
@@ -552,5 +656,5 @@ def coverage(root: Path, rels: Iterable[str]) -> dict[str, str]:
         if sig is None:
             out[rel] = "missing"
         else:
-            out[rel] = "ok" if sig == signature(root, rel) else "stale"
+            out[rel] = "ok" if files_part(sig) == signature(root, rel) else "stale"
     return out

@@ -16,7 +16,8 @@ its external content (`<table>_fts`, content=`<table>`), the layout Datasette re
 Text columns hold the text as indexed: Chinese and Japanese with a space between characters
 (search/text.py explains why; `plain()` removes them for display).
 Triggers keep each FTS table in step with its content table. `signature` is what the
-thread's input files looked like when it was indexed (see search/index.py).
+thread's input files looked like when it was indexed: their sizes and mtimes, then `#` and
+a digest of their content (see search/index.py).
 """
 
 from __future__ import annotations

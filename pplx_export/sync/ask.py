@@ -60,6 +60,7 @@ from pplx_export.perplexity.ask import (
 from pplx_export.perplexity.session import open_session, runtime_for
 from pplx_export.sync.ask_stream import ThreadFeed, WatchResult, watch
 from pplx_export.sync.ask_view import AskView, make_view
+from pplx_export.sync.assemble import default_engine
 from pplx_export.sync.export import Exporter, parse_thread_ref
 from pplx_export.sync.models import staleness_warning
 from pplx_export.util.lenient import as_dict, as_list, as_str
@@ -266,6 +267,7 @@ def archive_thread(
             lang=opts.lang,
             state=BatchState.load(opts.out),
             accounts=opts.config.accounts,
+            engine=default_engine(opts.flavor),
         )
         cap = opts.config.network.backoff_cap
         directory = retry_not_found(lambda: exporter.export(uuid), uuid, sleep, cap)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,12 @@ ReportFn = Callable[[Conversation, str, str], str]
 @dataclass(frozen=True)
 class Engine:
     parse: ParseFn  # parse_thread(plain, blocks, index_row, *, web_uuid, url, export_via, ...)
-    render: RenderFn  # render_thread(conv, lang) -> {relpath: text}
-    render_report: ReportFn  # render_report(conv, body, lang) -> report.md text
+    render: RenderFn  # render_thread(conv, lang) -> {relpath: text}, in `flavor`
+    render_report: ReportFn  # render_report(conv, body, lang) -> report.md text, in `flavor`
     version: str  # RENDERER_VERSION: part of the --changed-only fingerprint
+    # The render flavour the two render functions write ("github" or "obsidian"): part of
+    # the --changed-only fingerprint too, so switching it rewrites every thread.
+    flavor: str = "github"
 
 
 def _parse(*args: Any, **kwargs: Any) -> Conversation:
@@ -36,27 +40,28 @@ def _parse(*args: Any, **kwargs: Any) -> Conversation:
     return result
 
 
-def _render(conv: Conversation, lang: str) -> dict[str, str]:
+def _render(conv: Conversation, lang: str, flavor: str = "github") -> dict[str, str]:
     render_mod: Any = importlib.import_module("pplx_export.render")
-    result: dict[str, str] = render_mod.render_thread(conv, lang)
+    result: dict[str, str] = render_mod.render_thread(conv, lang, flavor)
     return result
 
 
-def _render_report(conv: Conversation, body: str, lang: str) -> str:
+def _render_report(conv: Conversation, body: str, lang: str, flavor: str = "github") -> str:
     render_mod: Any = importlib.import_module("pplx_export.render")
-    result: str = render_mod.render_report(conv, body, lang)
+    result: str = render_mod.render_report(conv, body, lang, flavor)
     return result
 
 
-def default_engine() -> Engine:
+def default_engine(flavor: str = "github") -> Engine:
     """The real parser and renderer, imported on first use: a `--changed-only` run that
     renders nothing needs only the version, and the renderer takes longer to import than
-    such a run takes."""
+    such a run takes. `flavor`: the Markdown flavour it writes (config.FLAVORS)."""
     return Engine(
         parse=_parse,
-        render=_render,
-        render_report=_render_report,
+        render=partial(_render, flavor=flavor),
+        render_report=partial(_render_report, flavor=flavor),
         version=RENDERER_VERSION,
+        flavor=flavor,
     )
 
 

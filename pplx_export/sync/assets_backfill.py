@@ -270,7 +270,7 @@ def _complete_blocks(opts: RunOptions, api: PerplexityAPI, thread: ArchivedThrea
     blocks = api.thread_schematized(thread.uuid)
     if not dicts(blocks.get("entries")):
         raise SchemaError("schematized answer has no entries", thread=thread.uuid)
-    engine = default_engine()
+    engine = default_engine(opts.flavor)
     doc = thread.doc
     conv = engine.parse(
         plain,

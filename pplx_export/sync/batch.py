@@ -38,6 +38,7 @@ from pplx_export.errors import (
 from pplx_export.models import JSON
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.session import open_session
+from pplx_export.sync.assemble import default_engine
 from pplx_export.sync.export import (
     Exporter,
     parse_thread_ref,
@@ -124,6 +125,7 @@ def _exporter(opts: RunOptions, api: PerplexityAPI, state: BatchState) -> Export
         lang=opts.lang,
         state=state,
         accounts=opts.config.accounts,
+        engine=default_engine(opts.flavor),
     )
 
 

@@ -32,7 +32,7 @@ from pplx_export.emulator import (
 from pplx_export.models import Account
 from pplx_export.perplexity.session import open_session
 from pplx_export.sync.batch import BatchFilters, BatchSummary, run_batch, run_index
-from pplx_export.sync.relations import run_relations
+from pplx_export.sync.relations import RelationsResult, run_relations
 from pplx_export.sync.search import demo_search
 from pplx_export.sync.space_index import run_space_index
 from pplx_export.sync.spaces import run_spaces
@@ -55,6 +55,7 @@ class DemoSummary:
     batch: BatchSummary | None = None
     elapsed: float = 0.0
     search: str = ""  # the search index built, and a search to try (sync/search.py)
+    relations: RelationsResult | None = None
 
     def text(self) -> str:
         modes = ", ".join(f"{mode} {n}" for mode, n in sorted(self.by_mode.items()))
@@ -75,7 +76,12 @@ class DemoSummary:
 
 
 def run_demo(
-    directory: Path, *, lang: str = "en", quiet: bool = False, progress: bool = True
+    directory: Path,
+    *,
+    lang: str = "en",
+    flavor: str = "github",
+    quiet: bool = False,
+    progress: bool = True,
 ) -> DemoSummary:
     """Export the bundled sample library into `directory` through the emulator."""
     started = time.monotonic()
@@ -106,6 +112,7 @@ def run_demo(
             account=account,
             out=directory,
             lang=lang,
+            flavor=flavor,
             base_url=emu.base_url,
             cookies_file=cookies,
             quiet=quiet,
@@ -119,9 +126,11 @@ def run_demo(
                 run_space_index(opts, slug, api=api)
                 run_batch(opts, BatchFilters(space=slug), api=api)
         run_spaces(opts)
-        run_relations(opts)
+        relations = run_relations(opts)
     summary = DemoSummary(
-        directory=directory, batch=batch if isinstance(batch, BatchSummary) else None
+        directory=directory,
+        batch=batch if isinstance(batch, BatchSummary) else None,
+        relations=relations,
     )
     modes: Counter[str] = Counter()
     for thread in iter_thread_dirs(directory):

@@ -30,6 +30,7 @@ from pplx_export.perplexity.thread import IncompleteThread
 from pplx_export.search.index import update_threads
 from pplx_export.sync.assemble import Engine, default_engine, export_conversation
 from pplx_export.sync.fetch_assets import download_assets, fetch_report_body
+from pplx_export.sync.relation_facts import FactsJournal, facts_record
 from pplx_export.util.timefmt import format_utc
 
 log = logging.getLogger(__name__)
@@ -127,7 +128,13 @@ class Exporter:
             now=now,
             note=incomplete,
         )
-        update_threads(self.root, [directory.relative_to(self.root).as_posix()])  # search index
+        rel = directory.relative_to(self.root).as_posix()
+        update_threads(self.root, [rel])  # search index
+        # The thread's relation facts, from the parse at hand: `relations` then reads
+        # nothing of what a batch exported.
+        facts = FactsJournal(self.root)
+        facts.add(rel, facts_record(self.root, rel, conv, result.thread_doc or {}))
+        facts.close()
         return directory
 
     def _schematized(self, web_uuid: str) -> tuple[dict[str, Any], str]:

@@ -209,6 +209,7 @@ def new_document(archive_root: str) -> tomlkit.TOMLDocument:
     doc["default_account"] = ""
     doc["archive_root"] = archive_root
     doc["render_language"] = _commented("en", "or zh")
+    doc["render_flavor"] = _commented("github", "or obsidian: callouts and wikilinks")
     doc["auto_commit"] = _commented(False, "git-commit the archive after export/batch/sync")
     doc["auto_push"] = _commented(False, "git push after that commit")
     return doc

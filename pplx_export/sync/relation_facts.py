@@ -9,8 +9,12 @@ parsed is reported and left out; the rest of the graph is still built.
 
 Parsing every thread is as costly as a re-render, so the facts are cached in
 `index/relations_cache.json` keyed by the (size, mtime_ns) of the files they came from (the
-trust rule of `re-render --changed-only`); the parser version is part of the key. The
-cache is derived state: losing it costs one slow run.
+trust rule of `re-render --changed-only`); the parser version is part of the key. A
+re-render has every thread parsed anyway: its workers compute each thread's record
+(`facts_record`) and the run appends them to `index/relations_cache.jsonl` (one line per
+thread, constant memory), which the next `relations` replays over the snapshot and folds
+into it. So after a re-render `relations` parses nothing. The cache is derived state:
+losing it (or a torn journal line) costs one slow run.
 """
 
 from __future__ import annotations
@@ -36,12 +40,16 @@ from pplx_export.sync.relation_edges import (
     link_uuids,
 )
 from pplx_export.util.atomic import read_with_stat, write_if_changed
-from pplx_export.util.jsontext import loads
+from pplx_export.util.jsontext import dumps_compact, loads
 from pplx_export.util.lenient import as_dict, as_str
 
 log = logging.getLogger(__name__)
 
 CACHE_NAME = "relations_cache.json"
+JOURNAL_NAME = "relations_cache.jsonl"
+# A journal no `relations` has folded in for this long is left to grow no further (the
+# threads it misses are read by that run instead).
+JOURNAL_CAP = 64 << 20
 CACHE_FORMAT = 1
 CONVERSATION_MD = "conversation.md"
 Stat = list[int] | None
@@ -88,6 +96,10 @@ class FactsScan:
 
 def cache_path(root: Path) -> Path:
     return Path(root) / INDEX_DIR / CACHE_NAME
+
+
+def journal_path(root: Path) -> Path:
+    return Path(root) / INDEX_DIR / JOURNAL_NAME
 
 
 def _stat(path: str) -> Stat:
@@ -186,6 +198,82 @@ def read_facts(root: Path, rel: str, parse: ParseFn) -> tuple[ThreadFacts, list[
     return _facts_of_conv(conv, rel, uuid, title, slug), [tj_stat, plain_stat, blocks_stat, None]
 
 
+def facts_record(root: Path, rel: str, conv: Conversation, doc: JSON) -> JSON:
+    """The cache record of a thread just written from `conv` (thread.json `doc` as now on
+    disk), for a re-render worker: the facts `read_facts` would find, and the stats the
+    next `relations` checks them against."""
+    uuid = as_str(doc.get("web_uuid")).lower()
+    slug = as_str(as_dict(doc.get("space")).get("slug"))
+    facts = _facts_of_conv(conv, rel, uuid, as_str(doc.get("title")), slug)
+    return {"stats": _current_stats(root, rel), "facts": facts.to_json()}
+
+
+class FactsJournal:
+    """The re-render's side of the cache: `add` appends one thread's record to the journal
+    (opened on the first record, buffered: derived state needs no fsync), `close` ends it."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = journal_path(root)
+        self.fh: Any = None
+        self.failed = False
+
+    def add(self, rel: str, record: JSON) -> None:
+        if self.failed:
+            return
+        line = json.dumps({"rel": rel, "parser": RENDERER_VERSION, **record}, ensure_ascii=False)
+        try:
+            if self.fh is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close)
+                if self.fh.tell() > JOURNAL_CAP:
+                    self.close()
+                    self.failed = True
+                    return
+            self.fh.write(line + "\n")
+        except OSError as exc:  # derived state: `relations` reads those threads itself
+            log.debug("relations journal not written: %s", exc)
+            self.failed = True
+
+    def close(self) -> None:
+        if self.fh is not None:
+            try:
+                self.fh.close()
+            except OSError as exc:
+                log.debug("relations journal not closed: %s", exc)
+            self.fh = None
+
+
+def _replay(root: Path, records: dict[str, JSON]) -> bool:
+    """Apply the journal's records over `records` (a later line wins); True if there was
+    one. A torn or foreign line is skipped: that thread is read again instead."""
+    try:
+        data = journal_path(root).read_bytes()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        log.info("relations journal unreadable (%s); reading those threads again", exc)
+        return True
+    lines = data.splitlines()
+    try:  # an intact journal decodes in one call
+        decoded = loads(b"[" + b",".join(lines) + b"]")
+    except (ValueError, UnicodeDecodeError):
+        decoded = [_line(raw) for raw in lines]  # a torn line: only that one is lost
+    for line in decoded:
+        if not isinstance(line, dict) or line.get("parser") != RENDERER_VERSION:
+            continue
+        rel = line.get("rel")
+        if isinstance(rel, str) and "stats" in line and "facts" in line:
+            records[rel] = {"stats": line["stats"], "facts": line["facts"]}
+    return True
+
+
+def _line(raw: bytes) -> Any:
+    try:
+        return loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
 def _current_stats(root: Path, rel: str) -> list[Stat]:
     base = f"{root}{os.sep}{rel}{os.sep}"
     entries = _stat(base + RAW_ENTRIES)
@@ -201,28 +289,29 @@ def _dir_key(rel: str) -> tuple[str, str]:
     return rel.rsplit("/", 1)[-1][:10], rel
 
 
-def load_cache(root: Path) -> tuple[dict[str, JSON], JSON]:
-    """The cache's records by thread directory and its output stamp; anything unreadable
-    (or written by another parser version) is an empty cache."""
+def load_cache(root: Path) -> tuple[dict[str, JSON], JSON, bool]:
+    """The cache's records by thread directory (the snapshot, then the journal's records
+    over it), its output stamp, and whether there was a journal to fold in. Anything
+    unreadable (or written by another parser version) counts as absent."""
+    threads: dict[str, JSON] = {}
+    outputs: JSON = {}
     try:
         doc = loads(cache_path(root).read_bytes())
     except FileNotFoundError:
-        return {}, {}
+        doc = None
     except (OSError, ValueError, UnicodeDecodeError):
         log.info("relations cache unreadable; rebuilding it")
-        return {}, {}
+        doc = None
     if (
-        not isinstance(doc, dict)
-        or doc.get("format") != CACHE_FORMAT
-        or doc.get("parser") != RENDERER_VERSION
+        isinstance(doc, dict)
+        and doc.get("format") == CACHE_FORMAT
+        and doc.get("parser") == RENDERER_VERSION
     ):
-        return {}, {}
-    threads = doc.get("threads")
-    outputs = doc.get("outputs")
-    return (
-        threads if isinstance(threads, dict) else {},
-        outputs if isinstance(outputs, dict) else {},
-    )
+        found, stamp = doc.get("threads"), doc.get("outputs")
+        threads = found if isinstance(found, dict) else {}
+        outputs = stamp if isinstance(stamp, dict) else {}
+    journal = _replay(root, threads)
+    return threads, outputs, journal
 
 
 def save_cache(root: Path, records: dict[str, JSON], outputs: JSON) -> None:
@@ -230,9 +319,11 @@ def save_cache(root: Path, records: dict[str, JSON], outputs: JSON) -> None:
            "threads": records}  # fmt: skip
     # No trailing newline: jsontext.loads decodes a document that ends where the text ends
     # in one C call, and this file is read on every run.
-    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    data = dumps_compact(doc)
     try:
-        write_if_changed(cache_path(root), text)
+        write_if_changed(cache_path(root), data)
+        # Folded into the snapshot: the journal's records are in it now.
+        journal_path(root).unlink(missing_ok=True)
     except OSError as exc:  # derived state: the graph is still right without it
         log.warning("could not write %s: %s", cache_path(root), exc)
 
@@ -244,7 +335,7 @@ def scan_facts(root: Path, *, parse: ParseFn | None = None, use_cache: bool = Tr
         from pplx_export.parse import parse_thread
 
         parse = parse_thread
-    cached, outputs = load_cache(root) if use_cache else ({}, {})
+    cached, outputs, journal = load_cache(root) if use_cache else ({}, {}, False)
     scan = FactsScan(root=root, parse=parse, outputs=outputs)
     records = scan.records
     for rel in iter_thread_rels(root, known=cached):
@@ -261,5 +352,5 @@ def scan_facts(root: Path, *, parse: ParseFn | None = None, use_cache: bool = Tr
         records[rel] = record
         scan.degraded += bool(as_dict(record.get("facts")).get("degraded"))
     # Nothing read again and no directory gone: the same archive as the last run.
-    scan.changed = bool(scan.parsed) or len(records) != len(cached)
+    scan.changed = bool(scan.parsed) or len(records) != len(cached) or journal
     return scan

@@ -75,11 +75,12 @@ def run_relations(opts: RunOptions, *, parse: ParseFn | None = None) -> Relation
     root = Path(opts.out)
     require_archive(root)
     with archive_lock(root, opts.held_locks):
-        return _relations(root, opts.lang, parse, started)
+        return _relations(root, opts.lang, opts.flavor, parse, started)
 
 
-def _stamp(directory: Path, lang: str, threads: int, edges: dict[str, int]) -> JSON:
-    """What the outputs are: their (size, mtime_ns), the language, and the counts shown."""
+def _stamp(directory: Path, lang: str, flavor: str, threads: int, edges: dict[str, int]) -> JSON:
+    """What the outputs are: their (size, mtime_ns), the language and flavour, and the
+    counts shown."""
     files = {}
     for name in (EDGES_FILE, GRAPH_FILE):
         try:
@@ -87,17 +88,21 @@ def _stamp(directory: Path, lang: str, threads: int, edges: dict[str, int]) -> J
         except OSError:
             return {}
         files[name] = [st.st_size, st.st_mtime_ns]
-    return {"lang": lang, "files": files, "threads": threads, "edges": edges}
+    return {"lang": lang, "flavor": flavor, "files": files, "threads": threads, "edges": edges}
 
 
-def _relations(root: Path, lang: str, parse: ParseFn | None, started: float) -> RelationsResult:
+def _relations(
+    root: Path, lang: str, flavor: str, parse: ParseFn | None, started: float
+) -> RelationsResult:
     scan = scan_facts(root, parse=parse)
     directory = ensure_inside(root, root / RELATIONS_DIR)
     last = scan.outputs
-    if not scan.changed and last and last.get("lang") == lang:
+    if not scan.changed and last and last.get("lang") == lang and last.get("flavor") == flavor:
         # The same threads, all unchanged, as when the outputs were written, and the outputs
         # still have that run's size and mtime: they hold the bytes this run would write.
-        fresh = _stamp(directory, lang, lint(last.get("threads")), as_dict(last.get("edges")))
+        fresh = _stamp(
+            directory, lang, flavor, lint(last.get("threads")), as_dict(last.get("edges"))
+        )
         if fresh == last:
             return RelationsResult(
                 directory=directory,
@@ -114,7 +119,7 @@ def _relations(root: Path, lang: str, parse: ParseFn | None, started: float) -> 
     threads = {f.uuid: ThreadRef(f.rel, f.title) for f in facts}
     files = {
         EDGES_FILE: render_edges_jsonl(edges),
-        GRAPH_FILE: render_graph_md(edges, threads, lang),
+        GRAPH_FILE: render_graph_md(edges, threads, lang, flavor),
     }
     written = []
     for name, text in files.items():
@@ -122,7 +127,7 @@ def _relations(root: Path, lang: str, parse: ParseFn | None, started: float) -> 
             written.append(f"{RELATIONS_DIR}/{name}")
     counts = Counter(e.kind for e in edges)
     by_kind = {k: counts.get(k, 0) for k in KINDS}
-    save_cache(root, scan.records, _stamp(directory, lang, len(facts), by_kind))
+    save_cache(root, scan.records, _stamp(directory, lang, flavor, len(facts), by_kind))
     return RelationsResult(
         directory=directory,
         threads=len(facts),

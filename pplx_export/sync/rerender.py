@@ -35,6 +35,7 @@ from pplx_export.models import JSON
 from pplx_export.search.index import IndexUpdater
 from pplx_export.sync.assemble import Engine, default_engine, preload_engine
 from pplx_export.sync.progress import progress_reporter
+from pplx_export.sync.relation_facts import FactsJournal
 from pplx_export.sync.rerender_pool import WorkItem, auto_jobs, outcomes
 from pplx_export.sync.rerender_thread import ThreadOutcome
 
@@ -146,28 +147,40 @@ def rerender(
             recorded.changed = True
     if on_total:
         on_total(len(rels))
-    todo: list[WorkItem] = []
     prefix = str(root) + os.sep
+    found: list[tuple[str, JSON | None, bool]] = []
     for rel in rels:
-        if changed_only and is_fresh(state.get(rel), prefix + rel, engine.version, lang):
+        if changed_only and is_fresh(
+            state.get(rel), prefix + rel, engine.version, lang, engine.flavor
+        ):
             o = ThreadOutcome(rel, "skipped")
             summary.add(o)
             if on_progress:
                 on_progress(o)
             continue
-        todo.append((rel, state.get(rel), rel not in symlinked))
+        found.append((rel, state.get(rel), rel not in symlinked))
+    search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
+    # What the index holds, so that workers compute rows only for threads that changed (a
+    # run with nothing to render does not even open it).
+    indexed = search_index.indexed() if found else None
+    todo: list[WorkItem] = [
+        (*item, None if indexed is None else indexed.get(item[0], "")) for item in found
+    ]
+    del found
+    facts = FactsJournal(root)  # relation facts of changed threads, for `relations`
     if jobs == 0:
         jobs = auto_jobs(len(todo))
     if jobs > 1 and todo:
         preload_engine()  # before the fork, so no worker imports them again
-    search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
     try:
         for o in outcomes(root, todo, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine):
             if o.disk_full:
                 # Every later write would fail the same way: stop at once, one line.
                 raise DiskFull(o.disk_full)
             summary.add(o)
-            search_index.add(o.rel)
+            search_index.add(o.rel, o.index_rows, fresh=o.index_fresh)
+            if o.relation_facts is not None:
+                facts.add(o.rel, o.relation_facts)
             if o.status == "failed":
                 log.error("re-render failed: %s: %s", root / o.rel, o.error)
                 if state.pop(o.rel, None) is not None:
@@ -185,6 +198,7 @@ def rerender(
                 _disk_full_is_one_line(recorded.flush)
         search_index.close()
     finally:
+        facts.close()
         if not dry_run:
             _disk_full_is_one_line(lambda: recorded.compact(keep=present))
         summary.elapsed = time.monotonic() - started
@@ -208,6 +222,7 @@ def run_rerender_command(
         summary = rerender(
             opts.out,
             lang=opts.lang,
+            engine=default_engine(opts.flavor),
             limit=limit,
             dry_run=dry_run,
             changed_only=changed_only,

@@ -27,8 +27,9 @@ from pplx_export.sync.assemble import Engine, preload_engine
 from pplx_export.sync.rerender_thread import ThreadOutcome, rerender_thread
 
 T = TypeVar("T")
-# (directory relative to root, its render_state record, reached without a symlink)
-WorkItem = tuple[str, "JSON | None", bool]
+# (directory relative to root, its render_state record, reached without a symlink, the
+# signature the search index holds for it: "" none, None no index to keep current)
+WorkItem = tuple[str, "JSON | None", bool, "str | None"]
 # `--jobs 0` (the default) runs one worker per available CPU, at most MAX_AUTO_JOBS (past
 # that the disk, not the CPU, is the limit, and every worker holds its own ~30 MiB), and
 # only when each worker gets at least MIN_AUTO_SHARE threads: starting a worker costs about
@@ -140,5 +141,7 @@ def _pool_context() -> Any:
 
 def _work(root: Path, item: WorkItem, **options: Any) -> ThreadOutcome:
     """`rerender_thread` for one work item; `options` are lang, dry_run and engine."""
-    rel, recorded, dir_checked = item
-    return rerender_thread(root, rel, recorded=recorded, dir_checked=dir_checked, **options)
+    rel, recorded, dir_checked, indexed = item
+    return rerender_thread(
+        root, rel, recorded=recorded, dir_checked=dir_checked, indexed=indexed, **options
+    )

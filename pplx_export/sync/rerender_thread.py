@@ -26,8 +26,10 @@ from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.archive.writer import FastPath, write_thread
 from pplx_export.errors import ArchiveError, DiskFull, SchemaError
-from pplx_export.models import JSON
+from pplx_export.models import JSON, Conversation
+from pplx_export.search.index import Fresh, fresh_rows
 from pplx_export.sync.assemble import Engine, default_engine, render_files
+from pplx_export.sync.relation_facts import facts_record
 from pplx_export.util.atomic import read_with_stat
 from pplx_export.util.jsontext import loads
 
@@ -48,6 +50,13 @@ class ThreadOutcome:
     # Dry run only: the files (relative to the thread) that would be rewritten / removed.
     would_write: list[str] = field(default_factory=list)
     would_remove: list[str] = field(default_factory=list)
+    # The search index: the thread's new rows and signature, computed here where the thread
+    # is parsed already (None: not computed), or `index_fresh` when the index is current.
+    index_rows: Fresh | None = None
+    index_fresh: bool = False
+    # The thread's relations cache record (sync/relation_facts.py), when its render
+    # record changed (a thread whose inputs and outputs are as last time has one already).
+    relation_facts: JSON | None = None
 
 
 def _read(base: str, name: str, *, optional: bool = False) -> tuple[bytes, tuple[int, int]]:
@@ -92,12 +101,15 @@ def rerender_thread(
     engine: Engine | None = None,
     recorded: JSON | None = None,
     dir_checked: bool = False,
+    indexed: str | None = None,
 ) -> ThreadOutcome:
     """Re-render one thread directory (`rel` to root). Never raises for a bad thread.
 
     `recorded` is the directory's render_state entry from the last run, if any: its digests
     spare reading derived files that have not changed since. `dir_checked` says the listing
-    found no symlink on the way to the directory (see `iter_thread_rels`).
+    found no symlink on the way to the directory (see `iter_thread_rels`). `indexed` is the
+    signature the search index holds for the directory ("" for none; None: no index to keep
+    current): when the thread's files no longer match it, the outcome carries its new rows.
     """
     try:
         return _rerender_thread(
@@ -108,6 +120,7 @@ def rerender_thread(
             engine=engine,
             recorded=recorded,
             dir_checked=dir_checked,
+            indexed=indexed,
         )
     except (ArchiveError, SchemaError, OSError) as exc:
         if isinstance(exc, OSError) and DiskFull.of(exc) is not None:
@@ -136,6 +149,7 @@ def _rerender_thread(
     engine: Engine | None,
     recorded: JSON | None = None,
     dir_checked: bool = False,
+    indexed: str | None = None,
 ) -> ThreadOutcome:
     engine = engine or default_engine()
     directory = root / rel
@@ -222,8 +236,9 @@ def _rerender_thread(
             stats=stats,
             outputs=result.outputs_stamp,
             absent=result.absent,
+            flavor=engine.flavor,
         )
-    return ThreadOutcome(
+    outcome = ThreadOutcome(
         rel,
         "written" if result.changed else "unchanged",
         files_written=len(result.written),
@@ -235,3 +250,30 @@ def _rerender_thread(
         would_write=list(result.written) if dry_run else [],
         would_remove=list(result.removed) if dry_run else [],
     )
+    if not dry_run:
+        now_doc = result.thread_doc or doc
+        if indexed is not None:
+            digests = {**known, **result.digests}
+            _index_rows(outcome, root, conv, now_doc, indexed, digests)
+        if outcome.fingerprint is not None:
+            outcome.relation_facts = facts_record(root, rel, conv, now_doc)
+    return outcome
+
+
+def _index_rows(
+    outcome: ThreadOutcome,
+    root: Path,
+    conv: Conversation,
+    doc: JSON,
+    indexed: str,
+    digests: dict[str, str],
+) -> None:
+    """Fill the outcome's search-index fields. A failure here only costs the parent a
+    re-read of the thread (it indexes a thread without rows the slow way)."""
+    try:
+        rows = fresh_rows(root, outcome.rel, conv, doc, indexed, digests)
+    except Exception:
+        log.debug("search rows of %s not computed", outcome.rel, exc_info=True)
+        return
+    outcome.index_rows = rows
+    outcome.index_fresh = rows is None

@@ -16,7 +16,6 @@ files are reported in `problems` and left out; nothing here raises for bad archi
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.models import JSON
 from pplx_export.render.spaces import Member, SpacePage, SpaceThread
 from pplx_export.util.atomic import read_with_stat, write_if_changed
-from pplx_export.util.jsontext import loads
+from pplx_export.util.jsontext import dumps_compact, loads
 from pplx_export.util.lenient import as_dict, as_str, dicts, lenient_int
 from pplx_export.util.timefmt import parse_time
 
@@ -107,10 +106,8 @@ def _load_cache(root: Path) -> dict[str, list[Any]]:
 
 def _save_cache(root: Path, records: dict[str, list[Any]]) -> None:
     doc = {"format": CACHE_FORMAT, "threads": records}
-    # No trailing newline: jsontext.loads then decodes it in one C call (see relation_facts).
-    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
     try:
-        write_if_changed(root / INDEX_DIR / CACHE_NAME, text)
+        write_if_changed(root / INDEX_DIR / CACHE_NAME, dumps_compact(doc))
     except OSError as exc:
         log.warning("could not write %s: %s", root / INDEX_DIR / CACHE_NAME, exc)
 

@@ -131,11 +131,13 @@ def _previous_files(directory: Path) -> set[str]:
             and not n.startswith(".") and n != INDEX_FILE}  # fmt: skip
 
 
-def write_pages(root: Path, catalog: Catalog, lang: str) -> tuple[list[str], list[str]]:
+def write_pages(
+    root: Path, catalog: Catalog, lang: str, flavor: str = "github"
+) -> tuple[list[str], list[str]]:
     """Write every page, index.md and spaces.json; remove stale pages. (written, removed)."""
     directory = ensure_inside(root, root / SPACES_DIR)
-    files = {p.file: render_space_page(p, lang) for p in catalog.pages}
-    files[INDEX_FILE] = render_spaces_index(catalog.pages, lang)
+    files = {p.file: render_space_page(p, lang, flavor) for p in catalog.pages}
+    files[INDEX_FILE] = render_spaces_index(catalog.pages, lang, flavor)
     files[SPACES_JSON] = spaces_json(catalog.pages)
     stale = _previous_files(directory) - set(files)
     written = []
@@ -191,7 +193,7 @@ def run_spaces(
         changed: list[bool] = []
         disk = scan_disk(root, problems, disk_changed=changed)
         last = _load_stamp(root)
-        if not any(changed) and not problems and last and _stamp(root, opts.lang, last) == last:
+        if not any(changed) and not problems and last and _stamp(root, opts, last) == last:
             # Same thread.json files, same indexes, and the pages still as last written:
             # they hold the bytes this run would write.
             result = SpacesResult.from_stamp(root / SPACES_DIR, last, meta)
@@ -200,7 +202,7 @@ def run_spaces(
         catalog = build_catalog(root, disk, problems)
         for problem in catalog.problems:
             log.warning("spaces: %s", problem)
-        written, removed = write_pages(root, catalog, opts.lang)
+        written, removed = write_pages(root, catalog, opts.lang, opts.flavor)
         spaces = [p for p in catalog.pages if not p.no_space]
         result = SpacesResult(
             directory=root / SPACES_DIR,
@@ -214,7 +216,7 @@ def run_spaces(
             visible={p.slug: p.meta_via for p in spaces if p.slug and p.meta_via},
         )
         files = [p.file for p in catalog.pages] + [INDEX_FILE, SPACES_JSON]
-        _save_stamp(root, _stamp(root, opts.lang, {"outputs": dict.fromkeys(files)}, result))
+        _save_stamp(root, _stamp(root, opts, {"outputs": dict.fromkeys(files)}, result))
     result.elapsed = time.monotonic() - started
     return result
 
@@ -230,16 +232,22 @@ def _stat(path: Path) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns]
 
 
-def _stamp(root: Path, lang: str, last: JSON, result: SpacesResult | None = None) -> JSON:
-    """What spaces/ was built from and holds: the language, the (size, mtime_ns) of every
-    index file it read and of every file it wrote, and the counts of the summary."""
+def _stamp(root: Path, opts: RunOptions, last: JSON, result: SpacesResult | None = None) -> JSON:
+    """What spaces/ was built from and holds: the language and flavour, the (size, mtime_ns)
+    of every index file it read and of every file it wrote, and the counts of the summary."""
     index = root / INDEX_DIR
     inputs = {}
     for path in sorted(index.glob("library_*.json")) + sorted(index.glob("space_*.json")):
         inputs[path.name] = _stat(path)
     outputs = {name: _stat(root / SPACES_DIR / name) for name in as_dict(last.get("outputs"))}
     counts = last.get("counts") if result is None else result.counts()
-    return {"lang": lang, "inputs": inputs, "outputs": outputs, "counts": counts}
+    return {
+        "lang": opts.lang,
+        "flavor": opts.flavor,
+        "inputs": inputs,
+        "outputs": outputs,
+        "counts": counts,
+    }
 
 
 def _load_stamp(root: Path) -> JSON:

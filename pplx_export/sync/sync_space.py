@@ -116,10 +116,10 @@ def run_sync_space(opts: RunOptions) -> SyncSpaceResult:
     root = Path(opts.out)
     require_archive(root)
     with archive_lock(root, opts.held_locks):
-        return _sync_space(root, opts.lang)
+        return _sync_space(root, opts.lang, opts.flavor)
 
 
-def _sync_space(root: Path, lang: str) -> SyncSpaceResult:
+def _sync_space(root: Path, lang: str, flavor: str) -> SyncSpaceResult:
     started = time.monotonic()
     result = SyncSpaceResult()
     catalog = build_catalog(root)
@@ -150,6 +150,6 @@ def _sync_space(root: Path, lang: str) -> SyncSpaceResult:
                 disk.rel,
             )
     if result.changes:
-        result.spaces_written, _removed = write_pages(root, build_catalog(root), lang)
+        result.spaces_written, _removed = write_pages(root, build_catalog(root), lang, flavor)
     result.elapsed = time.monotonic() - started
     return result

@@ -218,11 +218,11 @@ def _check_debris(check: ThreadCheck, directory: Path) -> None:
                 check.add("debris", "temp file left by an interrupted run", where)
 
 
-def check_thread(root: Path, rel: str, lang: str) -> ThreadCheck:
+def check_thread(root: Path, rel: str, lang: str, flavor: str = "github") -> ThreadCheck:
     """Every per-thread check of one directory. Never raises for a bad thread."""
     check = ThreadCheck(rel)
     try:
-        _check_thread(check, Path(root), rel, lang)
+        _check_thread(check, Path(root), rel, lang, flavor)
     except (ArchiveError, SchemaError, OSError) as exc:
         check.add("stale", f"cannot be rendered: {exc}")
     except Exception as exc:
@@ -231,7 +231,7 @@ def check_thread(root: Path, rel: str, lang: str) -> ThreadCheck:
     return check
 
 
-def _check_thread(check: ThreadCheck, root: Path, rel: str, lang: str) -> None:
+def _check_thread(check: ThreadCheck, root: Path, rel: str, lang: str, flavor: str) -> None:
     directory = root / rel
     base = f"{directory}{os.sep}"
     account_folder, mode_folder, name = rel.split("/", 2)
@@ -254,7 +254,7 @@ def _check_thread(check: ThreadCheck, root: Path, rel: str, lang: str) -> None:
         return
     from pplx_export.parse.thread import row_from_thread_json
 
-    engine = default_engine()
+    engine = default_engine(flavor)
     conv = engine.parse(
         plain,
         blocks,
@@ -359,11 +359,13 @@ def _ignore_sigint() -> None:
     preload_engine()
 
 
-def _check_chunk(root: Path, rels: list[str], lang: str) -> list[ThreadCheck]:
-    return [check_thread(root, rel, lang) for rel in rels]
+def _check_chunk(root: Path, rels: list[str], lang: str, flavor: str) -> list[ThreadCheck]:
+    return [check_thread(root, rel, lang, flavor) for rel in rels]
 
 
-def _checks(root: Path, rels: list[str], lang: str, jobs: int) -> Iterator[ThreadCheck]:
+def _checks(
+    root: Path, rels: list[str], lang: str, flavor: str, jobs: int
+) -> Iterator[ThreadCheck]:
     if jobs == 0:
         try:
             cpus = len(os.sched_getaffinity(0))
@@ -372,7 +374,7 @@ def _checks(root: Path, rels: list[str], lang: str, jobs: int) -> Iterator[Threa
         jobs = max(1, min(cpus, MAX_JOBS, len(rels) // MIN_SHARE))
     if jobs <= 1:
         for rel in rels:
-            yield check_thread(root, rel, lang)
+            yield check_thread(root, rel, lang, flavor)
         return
     preload_engine()
     context = (
@@ -384,7 +386,7 @@ def _checks(root: Path, rels: list[str], lang: str, jobs: int) -> Iterator[Threa
     chunks = [rels[i : i + size] for i in range(0, len(rels), size)]
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_ignore_sigint)
     try:
-        futures = deque(pool.submit(_check_chunk, root, c, lang) for c in chunks)
+        futures = deque(pool.submit(_check_chunk, root, c, lang, flavor) for c in chunks)
         while futures:
             yield from futures.popleft().result()
     finally:
@@ -395,6 +397,7 @@ def verify(
     root: Path,
     *,
     lang: str = "en",
+    flavor: str = "github",
     limit: int | None = None,
     jobs: int = 0,
     on_total: Callable[[int], None] | None = None,
@@ -410,7 +413,7 @@ def verify(
     report.threads = len(rels)
     if on_total:
         on_total(len(rels))
-    for check in _checks(root, rels, lang, jobs):
+    for check in _checks(root, rels, lang, flavor, jobs):
         report.problems.extend(check.problems)
         for key, n in check.drift.items():
             kind, _, value = key.partition(":")
@@ -429,7 +432,7 @@ def verify(
 # ------------------------------------------------------------------ --fix
 
 
-def fix(report: VerifyReport, *, lang: str = "en") -> None:
+def fix(report: VerifyReport, *, lang: str = "en", flavor: str = "github") -> None:
     """Repair what can be repaired offline; marks those problems fixed in `report`."""
     from pplx_export.sync.rerender_thread import rerender_thread
 
@@ -437,7 +440,7 @@ def fix(report: VerifyReport, *, lang: str = "en") -> None:
     stale = sorted({p.where for p in report.problems if p.kind == "stale"})
     rendered: set[str] = set()
     for rel in stale:
-        outcome = rerender_thread(root, rel, lang=lang)
+        outcome = rerender_thread(root, rel, lang=lang, engine=default_engine(flavor))
         if outcome.status == "failed":
             log.error("verify --fix: %s: %s", root / rel, outcome.error)
         else:
@@ -495,8 +498,13 @@ def run_verify_command(
     lock = archive_lock(opts.out) if fix_problems else contextlib.nullcontext()
     with lock:
         report = verify(
-            opts.out, lang=opts.lang, limit=limit, on_total=on_total, on_progress=on_progress
+            opts.out,
+            lang=opts.lang,
+            flavor=opts.flavor,
+            limit=limit,
+            on_total=on_total,
+            on_progress=on_progress,
         )
         if fix_problems and report.problems:
-            fix(report, lang=opts.lang)
+            fix(report, lang=opts.lang, flavor=opts.flavor)
     return report

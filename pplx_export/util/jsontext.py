@@ -145,10 +145,12 @@ try:
     import msgspec
 
     _fast_decode: Callable[[str | bytes], Any] | None = msgspec.json.Decoder().decode
+    _fast_encode: Callable[[Any], bytes] | None = msgspec.json.Encoder().encode
     # ValueError: a str holding a lone surrogate cannot even be encoded for it.
     _FAST_ERRORS: tuple[type[Exception], ...] = (msgspec.MsgspecError, ValueError)
 except ImportError:  # pragma: no cover - msgspec is a dependency; keep working without it
     _fast_decode = None
+    _fast_encode = None
     _FAST_ERRORS = ()
 
 
@@ -169,3 +171,17 @@ def loads(data: str | bytes) -> Any:
     except (StopIteration, ValueError, RecursionError):
         pass  # leading blanks, or not JSON: json.loads decides
     return json.loads(text)
+
+
+def dumps_compact(value: Any) -> bytes:
+    """`value` as compact UTF-8 JSON (no spaces, non-ASCII as is), for the derived caches
+    that only `loads` reads back: through msgspec's encoder where it can (several times
+    faster than `json.dumps`), else the stdlib. Deterministic; the two may spell a float or
+    an escape differently, never a value differently."""
+    if _fast_encode is not None:
+        try:
+            return _fast_encode(value)
+        except (TypeError, ValueError, OverflowError, UnicodeEncodeError):
+            pass
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "surrogatepass")

@@ -1,0 +1,185 @@
+"""Screenshots of a computer, a council and a deep-research turn, in both render flavours.
+
+    python -m tools.screenshots OUT [--open] [--height 2000] [--lang en|zh]
+
+Builds the demo archive (the bundled sample library, exported through the in-process
+emulator: never the shared corpus) in a temporary directory, once per flavour (github, then
+obsidian re-rendered from the same raw files), picks the largest first turn of each of the
+three modes, and writes OUT/<mode>__<flavor>.html and .png (headless Chromium, `chromium`
+on PATH; without it only the HTML is written).
+
+The HTML approximates what a reader sees: CommonMark + tables with markdown-it-py
+(tools/render_html.py; front matter as a table, as GitHub shows it). For the obsidian
+flavour a small pre-pass first turns foldable callouts into <details> and wikilinks and
+`![[embeds]]` into Markdown links and images, as Obsidian would show them. `--open` opens
+every fold, to read what is inside. For looking at the output by eye; not used by the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tools.render_html import to_html
+
+MODES = ("computer", "council", "deep-research")
+FLAVORS = ("github", "obsidian")
+
+_CALLOUT = re.compile(r"^> \[!(\w+)\]([-+]?) ?(.*)$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_WIKILINK = re.compile(r"(!?)\[\[([^\]|\\]+)(?:\\?\|([^\]]*))?\]\]")
+
+
+def _unquote(line: str) -> str:
+    return line[2:] if line.startswith("> ") else line[1:]
+
+
+def callouts_to_details(md: str) -> str:
+    """Obsidian callouts (`> [!note]- title` and the quoted lines under it) as <details>
+    folds, nested ones included; `-` folded, `+` or none open. Fenced code is left alone."""
+    lines = md.split("\n")
+    out: list[str] = []
+    fence = ""
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = _FENCE.match(line)
+        if fence:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = ""
+            out.append(line)
+            i += 1
+            continue
+        if m:
+            fence = m.group(1)
+            out.append(line)
+            i += 1
+            continue
+        head = _CALLOUT.match(line)
+        if head is None:
+            out.append(line)
+            i += 1
+            continue
+        body: list[str] = []
+        i += 1
+        while i < len(lines) and lines[i].startswith(">"):
+            body.append(_unquote(lines[i]))
+            i += 1
+        state = "" if head.group(2) == "-" else " open"
+        out += [
+            f"<details{state}>",
+            f"<summary>{head.group(3) or head.group(1).title()}</summary>",
+            "",
+            callouts_to_details("\n".join(body)),
+            "",
+            "</details>",
+        ]
+    return "\n".join(out)
+
+
+def wikilinks_to_links(md: str) -> str:
+    """`[[path|text]]` -> `[text](<path>)`; `![[path]]` -> `![path](<path>)`."""
+
+    def one(m: re.Match[str]) -> str:
+        bang, target, text = m.group(1), m.group(2), m.group(3)
+        return f"{bang}[{text or target}](<{target}>)"
+
+    return _WIKILINK.sub(one, md)
+
+
+def obsidian_to_commonmark(md: str) -> str:
+    return callouts_to_details(wikilinks_to_links(md))
+
+
+def build_archives(work: Path, lang: str) -> dict[str, Path]:
+    """The demo archive rendered in each flavour: flavour -> archive root."""
+    from pplx_export.sync.assemble import default_engine
+    from pplx_export.sync.demo import run_demo
+    from pplx_export.sync.rerender import rerender
+
+    roots = {"github": work / "github", "obsidian": work / "obsidian"}
+    run_demo(roots["github"], lang=lang, quiet=True, progress=False)
+    shutil.copytree(roots["github"], roots["obsidian"], symlinks=True)
+    summary = rerender(roots["obsidian"], lang=lang, jobs=1, engine=default_engine("obsidian"))
+    if summary.failed:
+        raise SystemExit(f"re-render to obsidian failed: {summary.failures}")
+    return roots
+
+
+def pick_turns(root: Path) -> dict[str, Path]:
+    """The largest first turn file of each mode (most structure to look at): mode -> path
+    relative to the archive root."""
+    picked: dict[str, Path] = {}
+    for mode in MODES:
+        turns = sorted(root.glob(f"*/{mode}/*/turns/turn_0001.md"))
+        if turns:
+            best = max(turns, key=lambda p: (p.stat().st_size, str(p)))
+            picked[mode] = best.relative_to(root)
+    return picked
+
+
+def screenshot(browser: str, page: Path, png: Path, height: int) -> bool:
+    done = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--window-size=1000,{height}",
+            f"--screenshot={png}",
+            page.resolve().as_uri(),
+        ],
+        check=False,
+        capture_output=True,
+        timeout=120,
+    )
+    return done.returncode == 0 and png.is_file()
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("out", type=Path, help="Directory for the .html and .png files.")
+    ap.add_argument("--open", action="store_true", help="Open every fold.")
+    ap.add_argument("--height", type=int, default=2000, help="Window height in pixels.")
+    ap.add_argument("--lang", choices=("en", "zh"), default="en")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    # The demo's own warnings (a gone asset, a deleted thread) are part of the sample.
+    logging.getLogger("pplx_export").setLevel(logging.ERROR)
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        print("no chromium on PATH (apt-get install -y chromium): writing HTML only")
+    with tempfile.TemporaryDirectory(prefix="pplx-screens-") as tmp:
+        roots = build_archives(Path(tmp), args.lang)
+        turns = pick_turns(roots["github"])
+        for mode in MODES:
+            if mode not in turns:
+                print(f"{mode}: no thread of this mode in the demo archive")
+                continue
+            for flavor in FLAVORS:
+                text = (roots[flavor] / turns[mode]).read_text(encoding="utf-8")
+                if flavor == "obsidian":
+                    text = obsidian_to_commonmark(text)
+                page = to_html(text)
+                if args.open:
+                    page = page.replace("<details>", "<details open>")
+                target = args.out / f"{mode}__{flavor}.html"
+                target.write_text(page, encoding="utf-8")
+                line = f"{mode} ({flavor}): {turns[mode]} -> {target}"
+                if browser is not None:
+                    png = target.with_suffix(".png")
+                    ok = screenshot(browser, target, png, args.height)
+                    line += f", {png}" if ok else ", screenshot failed"
+                print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
