@@ -21,7 +21,7 @@ import httpx
 from click.testing import CliRunner, Result
 
 from pplx_export.archive.raw import redact_tokens
-from pplx_export.archive.state import state_path
+from pplx_export.archive.state import BatchState
 from pplx_export.cli.export import main
 from pplx_export.emulator import RunningEmulator
 from pplx_export.perplexity.thread import merge_pages
@@ -99,8 +99,8 @@ class E2E:
         )
 
     def state(self) -> dict[str, Any]:
-        threads: dict[str, Any] = json.loads(state_path(self.out).read_text("utf-8"))["threads"]
-        return threads
+        """The batch state as the tool reads it: the snapshot plus its journal."""
+        return BatchState.load(self.out, repair=False).threads
 
     def stats(self) -> dict[str, Any]:
         return self.emu.stats()

@@ -88,7 +88,13 @@ def test_every_mark_is_saved_at_once_in_the_v1_format(tmp_path: Path) -> None:
     assert again.get("u-del")["deleted_at"] == STAMP  # type: ignore[index]
     assert again.counts() == {"ok": 1, "error": 1, "expired": 1, "deleted": 1}
     assert not again.legacy
+    # The changes after the first are journal lines until the end of the run folds them in.
+    names = sorted(p.name for p in state_path(tmp_path).parent.iterdir())
+    assert names == ["batch_state.journal", "batch_state.json"]
+    assert state.compact()
     assert [p.name for p in state_path(tmp_path).parent.iterdir()] == ["batch_state.json"]
+    on_disk = json.loads(state_path(tmp_path).read_text())
+    assert on_disk == {"version": 1, "threads": again.threads}
 
 
 def test_a_failed_retry_keeps_the_directory_of_the_earlier_export(tmp_path: Path) -> None:

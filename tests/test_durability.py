@@ -108,19 +108,18 @@ def test_a_thread_is_marked_done_only_once_its_files_are_on_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     checked: list[str] = []
-    real_save = BatchState.save
+    real_record = BatchState._record
 
-    def save(self: BatchState) -> Any:
+    def record(self: BatchState, uuid: str, rec: dict[str, Any]) -> None:
         root = self.path.parent.parent
-        for uuid, record in self.threads.items():
-            if record.get("status") == "ok" and uuid not in checked:
-                directory = root / record["dir"]
-                for name in ("thread.json", "raw_entries.json", "conversation.md"):
-                    assert (directory / name).is_file(), (uuid, name)
-                checked.append(uuid)
-        return real_save(self)
+        if rec.get("status") == "ok":
+            directory = root / rec["dir"]
+            for name in ("thread.json", "raw_entries.json", "conversation.md"):
+                assert (directory / name).is_file(), (uuid, name)
+            checked.append(uuid)
+        real_record(self, uuid, rec)
 
-    monkeypatch.setattr(state_module.BatchState, "save", save)
+    monkeypatch.setattr(state_module.BatchState, "_record", record)
     with run_emulator(FIXTURES, page_size=100) as emu:
         env = E2E(emu, tmp_path)
         env.write_files(DEFAULT_EMAIL)
@@ -154,6 +153,7 @@ def small_library(tmp_path: Path) -> Path:
         ("conversation.md", 1),
         ("thread.json", 2),
         ("batch_state.json", 1),  # the first thread is on disk, not yet marked done
+        ("batch_state.journal", 1),  # the second thread: its journal line, not yet appended
     ],
 )
 def test_a_crash_at_each_step_of_an_export_is_repaired_by_the_rerun(

@@ -226,14 +226,18 @@ def read_web_uuid(directory: Path) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def find_thread_dirs(root: Path, web_uuid: str) -> list[Path]:
+def find_thread_dirs(root: Path, web_uuid: str, candidates: list[Path] | None = None) -> list[Path]:
     """Directories `*/*/*_⟨uuid8⟩` whose thread.json has exactly this web_uuid (§6.1).
 
-    The suffix alone is never trusted: two threads can share a uuid8.
+    The suffix alone is never trusted: two threads can share a uuid8. `candidates` are the
+    directories so named, when the caller listed them already (`archive/scan.ThreadDirs`);
+    otherwise the archive is globbed.
     """
     root = Path(root)
     out: list[Path] = []
-    for d in sorted(root.glob(f"*/*/*_{uuid8(web_uuid)}")):
+    if candidates is None:
+        candidates = sorted(root.glob(f"*/*/*_{uuid8(web_uuid)}"))
+    for d in candidates:
         parts = d.relative_to(root).parts
         if parts[0] in RESERVED_TOP or any(p.startswith(".") for p in parts):
             continue

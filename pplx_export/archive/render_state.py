@@ -18,20 +18,27 @@ without reading one (the same size+mtime trust as above), and that `turns/` hold
 file (adding or removing one changes the directory's mtime); any difference falls back to
 reading and comparing file by file. One digest per thread rather than one per file keeps
 this file, which every `--changed-only` run loads, small.
+
+A render records each thread in `index/render_state.journal` (archive/journal.py: one line
+per thread, appended and fsynced every few hundred threads) rather than rewriting this file;
+the end of the run folds the journal back in. Loading replays the journal over the file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
-from collections.abc import Container
+from collections.abc import Container, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from pplx_export.archive import journal
+from pplx_export.archive.journal import journal_path
 from pplx_export.models import JSON
-from pplx_export.util.atomic import write_if_changed
 from pplx_export.util.jsontext import dumps_indented
 
 log = logging.getLogger(__name__)
@@ -149,14 +156,12 @@ def is_fresh(
     return True
 
 
-def load_state(root: Path) -> dict[str, Any]:
-    """The recorded fingerprints by directory; empty (and a warning) when unreadable."""
-    path = Path(root) / STATE_NAME
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+def _parse_snapshot(raw: bytes | None, path: Path) -> dict[str, Any]:
+    if raw is None:
         return {}
-    except (OSError, ValueError) as exc:
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:  # UnicodeDecodeError included
         log.warning("%s unreadable (%s): every thread counts as changed", path, exc)
         return {}
     threads = doc.get("threads") if isinstance(doc, dict) else None
@@ -165,6 +170,134 @@ def load_state(root: Path) -> dict[str, Any]:
     return threads
 
 
+@dataclass
+class RenderState:
+    """The recorded fingerprints (snapshot + journal) and the way to record new ones.
+
+    A render's new records go to the journal only (`record`, appended in batches by
+    `flush`), never into `threads`: a first render of 50,000 threads then holds no record in
+    memory, and no checkpoint rewrites the whole file. `compact` (the end of a run) streams
+    the snapshot back out of `threads` and the journal.
+    """
+
+    root: Path
+    threads: dict[str, Any] = field(default_factory=dict)
+    base: str = ""  # digest of the snapshot on disk ("" when there is none)
+    changed: bool = False  # the snapshot lacks something (journal lines, removed records)
+    _buffer: list[tuple[str, Any]] = field(default_factory=list)
+    _writer: journal.Writer | None = None
+    _stale: bool = False
+
+    @property
+    def path(self) -> Path:
+        return self.root / STATE_NAME
+
+    @classmethod
+    def load(cls, root: Path) -> RenderState:
+        """The recorded fingerprints by directory; empty (and a warning) when unreadable."""
+        state = cls(root=Path(root))
+        try:
+            raw, replay = journal.read_consistent(state.path)
+        except OSError as exc:
+            log.warning("%s unreadable (%s): every thread counts as changed", state.path, exc)
+            return state
+        state.threads = _parse_snapshot(raw, state.path)
+        state.base = journal.digest(raw)
+        if replay.stale:
+            # Only a cache: a journal of another snapshot costs re-renders, nothing else.
+            log.warning("%s belongs to another snapshot; not replayed", journal_path(state.path))
+            state._stale = True  # set aside by the first write (a dry run writes nothing)
+            return state
+        for rel, entry in replay.changes:
+            if entry is None:
+                state.threads.pop(rel, None)
+            else:
+                state.threads[rel] = entry
+        state.changed = bool(replay.changes)
+        return state
+
+    def record(self, rel: str, entry: JSON | None) -> None:
+        """A new fingerprint for `rel` (None: forget it), written at the next `flush`."""
+        self._buffer.append((rel, entry))
+        self.changed = True
+
+    def flush(self) -> None:
+        """Append the buffered records (one write, one fsync)."""
+        if self._stale:
+            journal.set_aside(journal_path(self.path), "stale")
+            self._stale = False
+        if not self._buffer:
+            return
+        if self._writer is None:
+            self._writer = journal.Writer(self.path, self.base, durable=True)
+        self._writer.append(self._buffer)
+        self._buffer.clear()
+
+    def compact(self, keep: Container[str] | None = None) -> None:
+        """Rewrite the snapshot from `threads` and the journal (only the rels in `keep`, when
+        given), sorted, without holding the new records in memory; remove the journal."""
+        if not self.changed:
+            return
+        self.flush()
+        path, jpath = self.path, journal_path(self.path)
+        offsets = journal.latest_offsets(jpath, self.base) or {}
+        keys = sorted(set(self.threads).union(offsets))
+        if keep is not None:
+            keys = [k for k in keys if k in keep]
+        with contextlib.ExitStack() as stack:
+            fh = stack.enter_context(open(jpath, "rb")) if offsets else None
+            chunks = _snapshot_chunks(keys, self.threads, offsets, fh)
+            tmp, digest = journal.stage_stream(path, chunks, durable=False)
+        try:
+            if self._writer is None and not jpath.exists():
+                os.replace(tmp, path)
+            else:
+                if self._writer is None:
+                    self._writer = journal.Writer(path, self.base, durable=True)
+                self._writer.compacted(digest, lambda: os.replace(tmp, path))
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        self.base = digest
+        self.changed = False
+
+
+def _snapshot_chunks(
+    keys: list[str],
+    threads: dict[str, Any],
+    offsets: dict[str, int],
+    fh: BinaryIO | None,
+) -> Iterator[str]:
+    """The text of `dumps_indented({"format": 1, "threads": {...}}, 0)`, entry by entry (at
+    indent 0 a nested value dumps the same wherever it sits)."""
+    yield f'{{\n"format": {FORMAT},\n"threads": {{'
+    first = True
+    for key in keys:
+        offset = offsets.get(key)
+        entry = (
+            threads.get(key) if offset is None or fh is None else journal.read_change(fh, offset)
+        )
+        if entry is None:
+            continue
+        yield ("\n" if first else ",\n") + dumps_indented(key, 0) + ": " + dumps_indented(entry, 0)
+        first = False
+    yield "}\n}" if first else "\n}\n}"
+
+
+def load_state(root: Path) -> dict[str, Any]:
+    """The recorded fingerprints by directory (snapshot + journal); empty when unreadable."""
+    return RenderState.load(root).threads
+
+
 def save_state(root: Path, threads: dict[str, Any]) -> None:
-    doc = {"format": FORMAT, "threads": dict(sorted(threads.items()))}
-    write_if_changed(Path(root) / STATE_NAME, dumps_indented(doc, 0))
+    """Replace the whole state with `threads` (snapshot written, journal dropped)."""
+    state = RenderState(root=Path(root), threads=threads, changed=True)
+    state.base = journal.digest(_read_or_none(state.path))
+    state.compact(keep=threads)
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None

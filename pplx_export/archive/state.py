@@ -12,8 +12,12 @@ Version 1 on disk: `{"version": 1, "threads": {web_uuid: record}}`; a record is
 The earlier tool wrote the same records as a flat `{web_uuid: record}` dict without a
 version; it is read as-is and written back as version 1 on the next change.
 
-The state is saved durably after every change, and a thread is marked ok only by the caller
-after all its files are on disk (mark done after the write is durable). A corrupt file is
+Every change is durable at once, and a thread is marked ok only by the caller after all its
+files are on disk (mark done after the write is durable). A change is one fsynced line appended
+to `index/batch_state.journal` (archive/journal.py), not a rewrite of the whole file: the file
+(the snapshot, same format as ever) is rewritten at the end of a run (`save`) and when the
+journal outgrows it, so a thread costs O(1) bytes whatever the size of the library. Loading
+reads the snapshot and replays the journal. A corrupt file is
 moved to `batch_state.json.corrupt-<epoch>` and the state is rebuilt from the `thread.json`
 files on disk, with a warning: losing the state must never mean losing track of exported
 threads, and a blank state would silently re-export the whole library. The directories are
@@ -29,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pplx_export.archive import journal
 from pplx_export.archive.library_index import INDEX_DIR, move_aside
 from pplx_export.archive.scan import newest, scan_thread_dirs
 from pplx_export.errors import ArchiveError
@@ -129,10 +134,16 @@ class BatchState:
     legacy: bool = False  # read from the earlier tool's unversioned format
     corrupt_copy: Path | None = None  # where a corrupt file was moved (or found)
     rebuilt: bool = False
+    replayed: int = 0  # changes read from the journal on top of the snapshot
+    # The digest of the snapshot on disk (None: no snapshot yet) and the journal writer.
+    _base: str | None = field(default=None, repr=False)
+    _snapshot_size: int = field(default=0, repr=False)
+    _journal: journal.Writer | None = field(default=None, repr=False)
+    _pending: int = field(default=0, repr=False)  # changes in the journal, not the snapshot
 
     @classmethod
     def load(cls, root: Path, *, repair: bool = True, now: datetime | None = None) -> BatchState:
-        """Read the state of the archive at `root`.
+        """Read the state of the archive at `root`: the snapshot, then its journal.
 
         Missing -> rebuilt from the thread.json files on disk (empty for a new archive): a
         deleted or lost state file must not cost a re-download of every archived thread.
@@ -141,13 +152,18 @@ class BatchState:
         disk (plus any record of the old file that still parses, for threads not on disk:
         errors and tombstones), saved, and a warning logged. With `repair=False` the same
         rebuild happens in memory only and nothing on disk changes (read-only commands).
+
+        A missing or corrupt snapshot keeps the changes of its journal (they are newer than
+        anything on disk); a journal written against another snapshot (one replaced behind
+        its back, e.g. by an older tool) is stale: set aside with a warning, not replayed.
         """
         path = state_path(root)
         state = cls(path=path)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
+        raw, replay = journal.read_consistent(path)
+        if raw is None:
             state.threads = rebuild_from_disk(root, now=now)
+            state._apply(replay.changes)
+            state._pending = len(replay.changes)
             if state.threads:
                 state.rebuilt = True
                 log.warning(
@@ -165,11 +181,18 @@ class BatchState:
         parsed = _parse(text) if text else None
         if parsed is not None:
             state.threads, state.legacy = parsed
+            state._base, state._snapshot_size = journal.digest(raw), len(raw)
+            if replay.stale:
+                state._stale_journal(repair)
+            else:
+                state._apply(replay.changes)
+                state._pending = len(replay.changes)
             return state
         rebuilt = rebuild_from_disk(root, now=now)
         for uuid, record in _salvage(text).items():
             rebuilt.setdefault(uuid, record)
         state.threads = rebuilt
+        state._apply(replay.changes)
         state.rebuilt = True
         if repair:
             state.corrupt_copy = move_aside(path)
@@ -189,6 +212,27 @@ class BatchState:
             )
         return state
 
+    def _apply(self, changes: list[tuple[str, Any]]) -> None:
+        for uuid, record in changes:
+            if isinstance(record, dict):
+                self.threads[uuid] = record
+            elif record is None:
+                self.threads.pop(uuid, None)
+        self.replayed += len(changes)
+
+    def _stale_journal(self, repair: bool) -> None:
+        where = journal.journal_path(self.path)
+        if not repair:
+            log.warning("%s belongs to another %s; not replayed", where.name, self.path.name)
+            return
+        aside = journal.set_aside(where, "stale")
+        log.warning(
+            "%s belongs to another %s (replaced by another tool?); moved to %s, not replayed",
+            where.name,
+            self.path.name,
+            aside.name if aside else "?",
+        )
+
     # -- reading
 
     def get(self, uuid: str) -> Record | None:
@@ -205,21 +249,56 @@ class BatchState:
             out[status] = out.get(status, 0) + 1
         return out
 
-    # -- writing: every change is saved at once
+    # -- writing: every change is durable at once
 
     def save(self) -> bool:
+        """Compact: write every record to the snapshot (atomically, durably) and start a new,
+        empty journal. Done at the end of a run; a change alone only appends (`_record`)."""
         doc = {"version": VERSION, "threads": self.threads}
-        text = json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
-        written = write_if_changed(self.path, text, durable=True)
+        data = (json.dumps(doc, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+        base = journal.digest(data)
+        written = False
+
+        def write() -> None:
+            nonlocal written
+            written = write_if_changed(self.path, data, durable=True)
+
+        if self._journal is not None or journal.journal_path(self.path).exists():
+            self._writer().compacted(base, write)
+        else:
+            write()
+        self._base, self._snapshot_size = base, len(data)
+        self._pending = 0
         self.legacy = False
         return written
+
+    def compact(self) -> bool:
+        """`save` if the journal holds changes the snapshot lacks (the end of a run)."""
+        return self.save() if self._pending else False
+
+    def _writer(self) -> journal.Writer:
+        if self._journal is None:
+            self._journal = journal.Writer(self.path, self._base or "", durable=True)
+        return self._journal
+
+    def _record(self, uuid: str, record: Record) -> None:
+        """One change, durable before this returns: a journal line (a whole snapshot for the
+        first change of a new archive or of a legacy file, and when the journal is due)."""
+        if self._base is None or self.legacy:
+            self.save()
+            return
+        writer = self._writer()
+        writer.append([(uuid, record)])
+        self._pending += 1
+        if writer.due(self._snapshot_size):
+            self.save()
 
     def _set(self, uuid: str, record: Record, keep_dir: bool = True) -> None:
         old = self.threads.get(uuid) or {}
         if keep_dir and "dir" not in record and old.get("dir"):
             record["dir"] = old["dir"]
         self.threads[uuid] = record
-        self.save()
+        self._record(uuid, record)
 
     def mark_ok(
         self,

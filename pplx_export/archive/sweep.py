@@ -15,9 +15,13 @@ import logging
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pplx_export.archive.paths import RESERVED_TOP, TRASH_PREFIX, uuid8
 from pplx_export.util.atomic import TEMP_PREFIX
+
+if TYPE_CHECKING:
+    from pplx_export.archive.scan import ThreadDirs
 
 log = logging.getLogger(__name__)
 
@@ -43,21 +47,39 @@ def sweep_temp_files(directory: Path, *, recursive: bool = True) -> int:
     return removed
 
 
-def sweep_archive(root: Path) -> int:
+def sweep_archive(root: Path, dirs: ThreadDirs | None = None) -> int:
     """One walk of the whole archive, once per run: torn temp files anywhere and trash
     directories of killed merges, including in threads this run will not touch (the
-    per-thread sweeps only see the threads they export). Returns how many were removed."""
+    per-thread sweeps only see the threads they export). Returns how many were removed.
+
+    With `dirs`, the same walk lists the thread directories into it (the run's one listing
+    of the archive, `scan.ThreadDirs`); like the glob it stands for, it follows symlinked
+    account and mode folders (symlinks deeper down are not followed, as by `os.walk`)."""
     removed = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in filenames:
-            if name.startswith(TEMP_PREFIX):
+    stack: list[tuple[str, tuple[str, ...]]] = [(os.fspath(root), ())]
+    while stack:
+        path, rel = stack.pop()
+        try:
+            with os.scandir(path) as it:
+                entries = list(it)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in entries:
+            if entry.name.startswith(TEMP_PREFIX) and not entry.is_dir():
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(os.path.join(dirpath, name))
+                    os.unlink(entry.path)
                     removed += 1
-        for name in [d for d in dirnames if d.startswith(TRASH_PREFIX)]:
-            dirnames.remove(name)  # do not walk into what is being removed
-            shutil.rmtree(os.path.join(dirpath, name), ignore_errors=True)
-            removed += 1
+                continue
+            if not entry.is_dir():
+                continue
+            if entry.name.startswith(TRASH_PREFIX):
+                shutil.rmtree(entry.path, ignore_errors=True)  # not walked into: going away
+                removed += 1
+                continue
+            if dirs is not None and len(rel) == 2:
+                dirs.take(rel[0], rel[1], entry.name)
+            if len(rel) < 2 or not entry.is_symlink():
+                stack.append((entry.path, (*rel, entry.name)))
     if removed:
         log.info("removed %d leftover temp file(s) and trash director(ies) in %s", removed, root)
     return removed
@@ -79,7 +101,9 @@ def _raw_names_thread(directory: Path, web_uuid: str) -> bool:
     )
 
 
-def sweep_unfinished_dirs(root: Path, web_uuid: str, keep: Path) -> int:
+def sweep_unfinished_dirs(
+    root: Path, web_uuid: str, keep: Path, dirs: ThreadDirs | None = None
+) -> int:
     """Remove directories of this thread that an export killed before thread.json left behind.
 
     A directory gets its thread.json last, so one without it is an export that never
@@ -88,9 +112,14 @@ def sweep_unfinished_dirs(root: Path, web_uuid: str, keep: Path) -> int:
     never sees the old one again. Only directories that hold nothing but temp files, or raw
     files of this very thread, are removed: the fresh export in `keep` supersedes them.
     Trash directories of a merge killed mid-delete (`.pplx-trash-*_<uuid8>`) go too.
+    `dirs`: the run's listing of the archive (kept current here), instead of a glob.
     """
     removed = 0
-    for d in sorted(Path(root).glob(f"*/*/*_{uuid8(web_uuid)}")):
+    if dirs is not None:
+        candidates = dirs.named_for(web_uuid)
+    else:
+        candidates = sorted(Path(root).glob(f"*/*/*_{uuid8(web_uuid)}"))
+    for d in candidates:
         rel = d.relative_to(root).parts
         if rel[0] in RESERVED_TOP or not d.is_dir():
             continue
@@ -99,6 +128,8 @@ def sweep_unfinished_dirs(root: Path, web_uuid: str, keep: Path) -> int:
             # garbage whoever owned it. The same glob finds it, so no extra scan.
             shutil.rmtree(d)
             removed += 1
+            if dirs is not None:
+                dirs.discard(d)
             continue
         if any(p.startswith(".") for p in rel):
             continue
@@ -108,6 +139,8 @@ def sweep_unfinished_dirs(root: Path, web_uuid: str, keep: Path) -> int:
             continue
         trash = d.with_name(TRASH_PREFIX + d.name)
         os.replace(d, trash)  # atomic: hidden from every scan from here on
+        if dirs is not None:
+            dirs.discard(d)
         shutil.rmtree(trash)
         removed += 1
         log.info("removed the unfinished export directory %s", d)

@@ -30,6 +30,7 @@ from pplx_export.archive.raw import (
     redact_tokens,
 )
 from pplx_export.archive.render_state import outputs_stamp, recorded_file, recorded_outputs
+from pplx_export.archive.scan import ThreadDirs
 from pplx_export.archive.thread_json import (
     THREAD_JSON,
     build_thread_json,
@@ -208,19 +209,26 @@ def _check_rel(rel: str) -> None:
 
 
 def prepare_thread_dir(
-    root: Path, conv: Conversation, account_folder: str, *, dry_run: bool
+    root: Path,
+    conv: Conversation,
+    account_folder: str,
+    *,
+    dry_run: bool,
+    dirs: ThreadDirs | None = None,
 ) -> tuple[Path, list[Path]]:
     """The canonical directory, after merging every other directory of this thread into it.
 
     The online pipeline calls this before downloading assets (they go to
     `⟨dir⟩/assets/files/`), then `write_thread(..., dest=dir)`; without `dest`,
-    write_thread calls it itself.
+    write_thread calls it itself. `dirs` is the run's listing of the archive (no glob per
+    thread); it learns of the directory created and of those merged away.
     """
     target = thread_dir(
         root, account_folder, conv.mode, conv.last_updated, conv.title, conv.web_uuid
     )
     merged: list[Path] = []
-    for old in find_thread_dirs(root, conv.web_uuid):
+    candidates = dirs.named_for(conv.web_uuid) if dirs is not None else None
+    for old in find_thread_dirs(root, conv.web_uuid, candidates):
         if old.resolve() == target.resolve():
             continue
         if dry_run:
@@ -229,6 +237,10 @@ def prepare_thread_dir(
         sweep_trash(old.parent)
         if merge_thread_dir(old, target, conv.web_uuid).removed_src:
             merged.append(old)
+            if dirs is not None:
+                dirs.discard(old)
+    if dirs is not None and not dry_run:
+        dirs.add(target)
     return target, merged
 
 

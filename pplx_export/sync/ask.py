@@ -270,7 +270,9 @@ def archive_thread(
             engine=default_engine(opts.flavor),
         )
         cap = opts.config.network.backoff_cap
-        return retry_not_found(lambda: exporter.export(uuid), uuid, sleep, cap)
+        directory = retry_not_found(lambda: exporter.export(uuid), uuid, sleep, cap)
+        exporter.state.compact()  # the end of this one-thread run: fold the journal in
+        return directory
 
 
 def _archived_answer(directory: Path, backend_uuid: str) -> str:

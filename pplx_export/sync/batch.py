@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pplx_export.archive.library_index import INDEX_DIR, load_index
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.raw_check import find_damaged
+from pplx_export.archive.scan import ThreadDirs
 from pplx_export.archive.state import ERROR_MAX, BatchState
 from pplx_export.archive.sweep import sweep_archive, sweep_temp_files
 from pplx_export.context import RunOptions
@@ -321,14 +322,17 @@ def run_batch(
         plan, _state = plan_batch(opts, filters)
         return plan
     with _locked(opts):
-        sweep_archive(opts.out)
+        dirs = ThreadDirs(opts.out)
+        sweep_archive(opts.out, dirs)  # the run's one walk of the archive: it lists `dirs` too
         plan, state = plan_batch(opts, filters)
         summary = BatchSummary(early_stopped=len(plan.early_stopped))
         summary.skipped = sum(1 for item in plan.items if item.kind not in ("new", "updated"))
         if plan.todo:
-            _run_items(opts, api, state, [(item, "") for item in plan.todo], summary)
+            work = [(item, "") for item in plan.todo]
+            _run_items(opts, api, state, work, summary, dirs=dirs)
         else:
             log.info("batch: nothing to do (%s)", plan.counts_text())
+            state.compact()  # what a killed run left in the journal
         if commit:
             auto_commit(opts, "batch")
     return summary
@@ -340,13 +344,17 @@ def _run_items(
     state: BatchState,
     work: list[tuple[PlanItem, str]],
     summary: BatchSummary,
+    *,
+    dirs: ThreadDirs | None = None,
 ) -> None:
-    """Export `work` ((item, url) pairs) with one session; fill `summary`."""
+    """Export `work` ((item, url) pairs) with one session; fill `summary`. `dirs`: the
+    archive's directories, when the caller listed them (else the first export does)."""
     own = api is None
     started = time.monotonic()
     api = api or open_session(opts)
     before = api.requests_made
     exporter = _exporter(opts, api, state)
+    exporter.dirs = dirs
     streaks = Streaks()
     try:
         with progress_reporter("batch", quiet=opts.quiet, enabled=opts.progress) as bar:
@@ -354,6 +362,8 @@ def _run_items(
             for item, url in work:
                 _export_item(exporter, item, summary, streaks, url)
                 bar.advance(item.title)
+        # Every change is in the journal already (durable); fold it into the snapshot.
+        state.compact()
     except KeyboardInterrupt:
         state.save()
         raise Interrupted("interrupted; state saved, rerun to continue") from None

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pplx_export.archive.paths import safe_folder
+from pplx_export.archive.scan import ThreadDirs
 from pplx_export.archive.state import BatchState
 from pplx_export.archive.sweep import sweep_temp_files, sweep_unfinished_dirs
 from pplx_export.archive.writer import prepare_thread_dir
@@ -66,6 +67,8 @@ class Exporter:
     accounts: Mapping[str, Account] = field(default_factory=dict)
     engine: Engine = field(default_factory=default_engine)
     variant_hits: int = 0
+    # The archive's directories by uuid8, listed at the first export of the run.
+    dirs: ThreadDirs | None = None
 
     def folder_for(self, author: str) -> str:
         """protocol §6.1: the author's display name from the account registry, else the name.
@@ -98,9 +101,13 @@ class Exporter:
         )
         _log_parse_notes(web_uuid, conv.warnings)
         folder = self.folder_for(conv.author)
-        directory, _merged = prepare_thread_dir(self.root, conv, folder, dry_run=False)
+        if self.dirs is None:
+            self.dirs = ThreadDirs.build(self.root)  # once per run, kept current from here
+        directory, _merged = prepare_thread_dir(
+            self.root, conv, folder, dry_run=False, dirs=self.dirs
+        )
         sweep_temp_files(directory)
-        sweep_unfinished_dirs(self.root, web_uuid, directory)
+        sweep_unfinished_dirs(self.root, web_uuid, directory, self.dirs)
         download_assets(self.api, conv, directory)
         report_body = fetch_report_body(self.api, conv, directory)
         result = export_conversation(

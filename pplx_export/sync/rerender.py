@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.paths import iter_thread_rels
-from pplx_export.archive.render_state import is_fresh, load_state, save_state
+from pplx_export.archive.render_state import RenderState, is_fresh
 from pplx_export.archive.variants import append_variant_log, warn_variants
 from pplx_export.context import RunOptions
 from pplx_export.errors import DiskFull, UsageError
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STATE_CHECKPOINT = 200  # threads between render_state.json saves
+STATE_CHECKPOINT = 200  # threads between render_state journal appends (one fsync each)
 
 
 @dataclass
@@ -134,19 +134,21 @@ def rerender(
     root = Path(root)
     engine = engine or default_engine()
     summary = RerenderSummary(dry_run=dry_run)
-    state = load_state(root)
-    before = len(state)
+    recorded = RenderState.load(root)
+    state = recorded.threads
     symlinked: set[str] = set()
     rels = iter_thread_rels(root, symlinked=symlinked, known=state)
     if limit is not None:
         rels = rels[:limit]
+    present: set[str] | None = None
     if limit is None:
         # Forget directories that no longer exist (merged, deleted by hand).
         present = set(rels)
-        state = {k: v for k, v in state.items() if k in present}
+        if any(k not in present for k in state):
+            state = recorded.threads = {k: v for k, v in state.items() if k in present}
+            recorded.changed = True
     if on_total:
         on_total(len(rels))
-    dirty = len(state) != before
     prefix = str(root) + os.sep
     found: list[tuple[str, JSON | None, bool]] = []
     for rel in rels:
@@ -190,25 +192,26 @@ def rerender(
                 facts.add(o.rel, o.relation_facts)
             if o.status == "failed":
                 log.error("re-render failed: %s: %s", root / o.rel, o.error)
-                dirty = state.pop(o.rel, None) is not None or dirty
+                if state.pop(o.rel, None) is not None:
+                    recorded.record(o.rel, None)
             elif o.fingerprint is not None:
-                state[o.rel] = o.fingerprint
-                dirty = True
+                # To the journal only: the run never looks at this thread again, so the
+                # record is not kept in memory (flat memory whatever the archive's size).
+                recorded.record(o.rel, o.fingerprint)
             if o.variant_hits and not dry_run:
                 warn_variants(o.variant_hits)
                 append_variant_log(root, o.variant_hits, source="offline")
             if on_progress:
                 on_progress(o)
-            if dirty and not dry_run and summary.total % STATE_CHECKPOINT == 0:
-                _save_state(root, state)
-                dirty = False
+            if not dry_run and summary.total % STATE_CHECKPOINT == 0:
+                _disk_full_is_one_line(recorded.flush)
         if todo:
             search_index.close()
     finally:
         if todo:
             facts.close()
-        if not dry_run and dirty:
-            _save_state(root, state)
+        if not dry_run:
+            _disk_full_is_one_line(lambda: recorded.compact(keep=present))
         summary.elapsed = time.monotonic() - started
     return summary
 
@@ -241,11 +244,11 @@ def run_rerender_command(
     return summary
 
 
-def _save_state(root: Path, state: dict[str, JSON]) -> None:
-    """render_state.json; a full disk is the one-line DiskFull (the state is only a cache of
-    what is fresh: losing this save costs the next `--changed-only` run some work)."""
+def _disk_full_is_one_line(save: Callable[[], None]) -> None:
+    """Record the render state; a full disk is the one-line DiskFull (the state is only a
+    cache of what is fresh: losing this save costs the next `--changed-only` run some work)."""
     try:
-        save_state(root, state)
+        save()
     except OSError as exc:
         full = DiskFull.of(exc)
         if full is None:
