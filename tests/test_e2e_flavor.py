@@ -79,7 +79,8 @@ def test_obsidian_export_then_rerender_switches_flavours(e2e: E2E) -> None:
         assert any("[[" in x for x in texts) == (t == computer), t
         if t == computer:
             assert not any("<details>" in x for x in texts)
-    # Its thread.json changed (exported_at), so --changed-only renders it back to github.
+    # Its pages were rewritten (and its thread.json, unless within the same second), so
+    # --changed-only renders it back to github.
     assert _rerender(e2e, "--changed-only")["written"] == 1
 
     # And back, chosen by the config this time.

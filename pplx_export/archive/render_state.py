@@ -52,6 +52,11 @@ INPUTS = (
     "assets/report_body.md",
     "assets/assets_manifest.json",
 )
+# The page every render writes, whatever changed. Its (size, mtime_ns) is recorded too: a
+# thread that something else rendered since (an online `export` in another flavour or
+# language, within the second its thread.json's stamp was already written in, so with the
+# same inputs) is then not taken as fresh. One stat more per thread in a no-op run.
+PAGE = "conversation.md"
 
 
 def _sha256(path: Path) -> str:
@@ -91,6 +96,11 @@ def fingerprint(
             stat = (st.st_size, st.st_mtime_ns)
         files[rel] = [stat[0], stat[1], digest]
     record: JSON = {"renderer": renderer, "lang": lang, "flavor": flavor, "files": files}
+    try:
+        st = os.stat(base + PAGE)
+        record["page"] = [st.st_size, st.st_mtime_ns]
+    except FileNotFoundError:
+        pass
     if outputs:
         record["outputs"] = outputs
     return record
@@ -138,6 +148,14 @@ def is_fresh(
         return False
     recorded: dict[str, Any] = entry["files"]
     base = str(thread_dir) + os.sep
+    page = entry.get("page")
+    if page is not None:  # records of earlier versions have none
+        try:
+            st = os.stat(base + PAGE)
+        except FileNotFoundError:
+            return False
+        if page != [st.st_size, st.st_mtime_ns]:
+            return False
     # Plain os.stat on strings: this is the whole cost of a no-op `--changed-only` run.
     for rel in INPUTS:
         try:
