@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,7 @@ def test_live_view_in_tmux(tmp_path: Path) -> None:
         "utf-8",
     )
     cookies = tmp_path / "cookies.json"
-    socket = f"pplx-ask-test-{tmp_path.name}"
+    socket = f"pplx-ask-test-{uuid.uuid4().hex[:8]}"  # unique: suites may run side by side
     with run_emulator(faults="ask_silence=2.5s,ask_step=400ms") as emu:
         cookies.write_text(json.dumps(emu.cookies), "utf-8")
         argv = [
