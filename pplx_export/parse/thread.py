@@ -7,6 +7,7 @@ Conversations from identical raw files. Pure: no I/O, no network, no clock.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -278,3 +279,24 @@ def parse_thread(
     for line in warnings:
         log.debug("thread %s: %s", uuid, line)
     return attach_views(conv)
+
+
+def parse_archived(
+    parse: Callable[..., Conversation],
+    plain: Any,
+    blocks: Any,
+    doc: dict[str, Any],
+    mode_folder: str,
+) -> Conversation:
+    """An archived thread parsed from its raw files and thread.json `doc` (under the
+    `<mode>` folder `mode_folder`), the way every offline reader does it: re-render, verify,
+    the search index. `parse` is `parse_thread` or an engine's stand-in for it."""
+    return parse(
+        plain,
+        blocks,
+        row_from_thread_json(doc, mode_folder),
+        web_uuid=str(doc.get("web_uuid") or ""),
+        url=str(doc.get("url") or ""),
+        export_via=str(doc.get("export_via") or ""),
+        exported_at=str(doc.get("exported_at") or ""),
+    )

@@ -187,7 +187,7 @@ def load_thread(root: Path, rel: str) -> tuple[ThreadRow, str]:
     """The index rows of one thread directory and its signature (as of what was read).
     Raises ThreadUnreadable (or FileNotFoundError when thread.json is gone)."""
     from pplx_export.errors import SchemaError
-    from pplx_export.parse.thread import parse_thread, row_from_thread_json
+    from pplx_export.parse.thread import parse_archived, parse_thread
 
     base = os.path.join(root, rel)
     digests: dict[str, str] = {}
@@ -205,15 +205,7 @@ def load_thread(root: Path, rel: str) -> tuple[ThreadRow, str]:
         blocks, blocks_stat = _read_json(os.path.join(base, RAW_BLOCKS), RAW_BLOCKS, digests)
     mode_folder = rel.split("/")[1] if rel.count("/") >= 2 else ""
     try:
-        conv = parse_thread(
-            plain,
-            blocks,
-            row_from_thread_json(doc, mode_folder),
-            web_uuid=web_uuid,
-            url=str(doc.get("url") or ""),
-            export_via=str(doc.get("export_via") or ""),
-            exported_at=str(doc.get("exported_at") or ""),
-        )
+        conv = parse_archived(parse_thread, plain, blocks, doc, mode_folder)
     except SchemaError as exc:
         raise ThreadUnreadable(str(exc)) from exc
     body, body_stat = _report_body(base, conv)

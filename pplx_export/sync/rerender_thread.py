@@ -171,18 +171,10 @@ def _rerender_thread(
         raw_bytes[RAW_BLOCKS] = blocks_bytes
     del plain_bytes, blocks_bytes
     # Imported here: a --changed-only no-op run never parses, and the parser is not free to import.
-    from pplx_export.parse.thread import row_from_thread_json
+    from pplx_export.parse.thread import parse_archived
 
     web_uuid: str = doc["web_uuid"]
-    conv = engine.parse(
-        plain,
-        blocks,
-        row_from_thread_json(doc, mode_folder),
-        web_uuid=web_uuid,
-        url=str(doc.get("url") or ""),
-        export_via=str(doc.get("export_via") or ""),
-        exported_at=str(doc.get("exported_at") or ""),
-    )
+    conv = parse_archived(engine.parse, plain, blocks, doc, mode_folder)
     if conv.web_uuid != web_uuid:
         raise ArchiveError(f"parsed web_uuid {conv.web_uuid!r} differs from thread.json")
     if not conv.raw_plain:

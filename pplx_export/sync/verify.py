@@ -252,18 +252,10 @@ def _check_thread(check: ThreadCheck, root: Path, rel: str, lang: str, flavor: s
             return
     if doc is None or plain is None or not isinstance(web_uuid, str):
         return
-    from pplx_export.parse.thread import row_from_thread_json
+    from pplx_export.parse.thread import parse_archived
 
     engine = default_engine(flavor)
-    conv = engine.parse(
-        plain,
-        blocks,
-        row_from_thread_json(doc, mode_folder),
-        web_uuid=web_uuid,
-        url=str(doc.get("url") or ""),
-        export_via=str(doc.get("export_via") or ""),
-        exported_at=str(doc.get("exported_at") or ""),
-    )
+    conv = parse_archived(engine.parse, plain, blocks, doc, mode_folder)
     check.drift = dict(conv.drift.counts)
     if not conv.raw_plain:
         conv.raw_plain = plain
