@@ -136,6 +136,54 @@ def test_a_changed_thread_is_read_again(tmp_path: Path) -> None:
     }
 
 
+def no_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the graph was built again")
+
+    monkeypatch.setattr("pplx_export.sync.relations.build_edges", fail)
+
+
+def test_files_rewritten_with_the_same_facts_leave_the_graph_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A re-export rewrites a thread's raw files; when its facts come out the same, the
+    graph is not rebuilt (nothing written), and the cache takes the new stats so the next
+    run reads nothing again."""
+    root = tmp_path / "archive"
+    build_archive(root)
+    run(root)
+    outputs = {p: p.stat().st_mtime_ns for p in (root / "relations").iterdir()}
+    entries = next(root.glob(f"*/*/*{uid(2)[:8]}/raw_entries.json"))
+    entries.write_bytes(entries.read_bytes())  # same bytes, new mtime
+    no_rebuild(monkeypatch)
+    code, out, _ = run(root, "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["parsed"] == 1 and doc["written"] == []
+    assert {p: p.stat().st_mtime_ns for p in (root / "relations").iterdir()} == outputs
+    code, out, _ = run(root, "--json")
+    assert code == 0 and json.loads(out)["parsed"] == 0
+
+
+def test_a_journal_with_the_same_facts_is_folded_without_a_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "archive"
+    build_archive(root)
+    rerender(root, jobs=1)
+    run(root)  # the snapshot now holds every thread's facts
+    outputs = {p: p.stat().st_mtime_ns for p in (root / "relations").iterdir()}
+    journal = root / "index" / "relations_cache.jsonl"
+    for entries in root.glob("*/*/*/raw_entries.json"):
+        entries.write_bytes(entries.read_bytes())
+    rerender(root, jobs=1)  # every thread rendered again: the same facts, journalled
+    assert len(journal.read_text("utf-8").splitlines()) == 7
+    no_rebuild(monkeypatch)
+    code, out, _ = run(root, "--json")
+    assert code == 0 and json.loads(out)["parsed"] == 0 and json.loads(out)["written"] == []
+    assert not journal.exists()
+    assert {p: p.stat().st_mtime_ns for p in (root / "relations").iterdir()} == outputs
+
+
 def test_subagent_edges_name_archived_sub_threads() -> None:
     parent = ThreadFacts(uuid=uid(1), rel="a/computer/x")
     parent.sub_agents = [
@@ -218,3 +266,39 @@ def test_a_torn_journal_line_costs_one_parse(tmp_path: Path) -> None:
     code, out, _ = run(root, "--json")
     assert code == 0 and json.loads(out)["parsed"] == 2  # the torn one and the shell
     assert len(edges_of(root)) == 8
+
+
+def test_a_damaged_cache_record_costs_one_parse(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    build_archive(root)
+    run(root)
+    cache = root / "index" / "relations_cache.json"
+    doc = json.loads(cache.read_text("utf-8"))
+    rel = sorted(doc["threads"])[0]
+    doc["threads"][rel]["facts"]["links"] = "not a list"
+    cache.write_text(json.dumps(doc), "utf-8")
+    warm = (root / "relations" / "edges.jsonl").read_bytes()
+    code, out, _ = run(root, "--json")
+    assert code == 0 and json.loads(out)["parsed"] == 1
+    assert (root / "relations" / "edges.jsonl").read_bytes() == warm
+
+
+def test_without_msgspec_the_cache_reads_and_writes_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """msgspec is a dependency, but the stdlib path must keep working: the same cache
+    bytes' meaning, the same graph."""
+    root = tmp_path / "archive"
+    build_archive(root)
+    rerender(root, jobs=1)
+    code, out, _ = run(root, "--json")
+    warm = (root / "relations" / "edges.jsonl").read_bytes()
+    cache = json.loads((root / "index" / "relations_cache.json").read_text("utf-8"))
+    monkeypatch.setattr("pplx_export.util.jsontext._fast_decode", None)
+    monkeypatch.setattr("pplx_export.util.jsontext._fast_encode", None)
+    (root / "relations" / "edges.jsonl").unlink()
+    code, out, _ = run(root, "--json")
+    assert code == 0 and json.loads(out)["parsed"] == 0
+    assert (root / "relations" / "edges.jsonl").read_bytes() == warm
+    again = json.loads((root / "index" / "relations_cache.json").read_text("utf-8"))
+    assert again["threads"] == cache["threads"]

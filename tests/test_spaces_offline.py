@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+import pplx_export.sync.spaces as spaces_sync
 from pplx_export.cli.export import main
 from pplx_export.emulator import run_emulator
 from pplx_export.render.spaces import Member, SpacePage, SpaceThread, render_space_page
@@ -147,9 +149,10 @@ def test_sync_space_patches_a_moved_thread_and_nothing_else(tmp_path: Path) -> N
     changed = sorted(k for k in after if before.get(k) != after[k])
     basil = next(k for k in after if k.endswith("_00000002/thread.json"))
     loose = next(k for k in after if k.endswith("_00000003/thread.json"))
-    # besides spaces/: the two thread.json files, and the tool's cache of thread.json fields
+    # besides spaces/: the two thread.json files, and the tool's caches of thread.json
+    # fields and of the pages' digests
     assert [k for k in changed if not k.startswith("spaces/")] == sorted(
-        [basil, loose, "index/spaces_cache.json"]
+        [basil, loose, "index/spaces_cache.json", "index/spaces_pages.json"]
     )
     for key in (basil, loose):
         old, new = json.loads(before[key]), json.loads(after[key])
@@ -182,3 +185,63 @@ def test_a_changed_index_or_a_lost_page_is_rebuilt(tmp_path: Path) -> None:
     code, out, _ = cli("spaces", "--out", str(root), "--lang", "zh", "--json")
     assert code == 0 and "spaces/index.md" in json.loads(out)["written"]
     assert (root / "spaces" / "index.md").read_text("utf-8").startswith("# 空间\n")
+
+
+def test_a_thread_json_rewritten_as_it_was_leaves_the_pages_a_new_title_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "archive"
+    build(root)
+    assert cli("spaces", "--out", str(root))[0] == 0
+    tides = next(root.glob(f"*/*/*{uid(1)[:8]}/thread.json"))
+    tides.write_bytes(tides.read_bytes())  # a re-export that changed nothing: a new mtime
+
+    def fail(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the pages were built again")
+
+    with monkeypatch.context() as m:
+        m.setattr("pplx_export.sync.spaces.build_catalog", fail)
+        code, out, err = cli("spaces", "--out", str(root), "--json")
+        assert code == 0, err
+        assert json.loads(out)["written"] == []
+    doc = json.loads(tides.read_text("utf-8"))
+    tides.write_text(json.dumps({**doc, "title": "Spring tides"}), "utf-8")
+    code, out, _ = cli("spaces", "--out", str(root), "--json")
+    assert code == 0 and "spaces/ocean-notes.md" in json.loads(out)["written"]
+    assert "Spring tides" in (root / "spaces" / "ocean-notes.md").read_text("utf-8")
+
+
+def test_only_the_pages_whose_threads_changed_are_rendered_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One thread's title changed: its space's page is rendered again, the others are not
+    even read; spaces.json and index.md hold what a run from scratch writes."""
+    root = tmp_path / "archive"
+    build(root)
+    assert cli("spaces", "--out", str(root))[0] == 0
+    basil = next(root.glob(f"*/*/*{uid(2)[:8]}/thread.json"))
+    basil.write_text(json.dumps({**json.loads(basil.read_text("utf-8")), "title": "Thai basil"}))
+    rendered: list[str] = []
+    real = spaces_sync.render_space_page
+
+    def spy(page: SpacePage, lang: str = "en", flavor: str = "github") -> str:
+        rendered.append(page.file)
+        return real(page, lang, flavor)
+
+    with monkeypatch.context() as m:
+        m.setattr(spaces_sync, "render_space_page", spy)
+        code, out, _ = cli("spaces", "--out", str(root), "--json")
+    assert code == 0 and rendered == ["kitchen-lab.md"]
+    assert json.loads(out)["written"] == ["spaces/kitchen-lab.md", "spaces/spaces.json"]
+    incremental = snapshot(root / "spaces")
+    # a page edited by hand (another mtime) is rendered again even with the same inputs
+    ocean = root / "spaces" / "ocean-notes.md"
+    ocean.write_text("edited", "utf-8")
+    assert cli("spaces", "--out", str(root))[0] == 0
+    assert snapshot(root / "spaces") == incremental
+    (root / "index" / "spaces_pages.json").unlink()
+    (root / "index" / "spaces_stamp.json").unlink()
+    for page in (root / "spaces").iterdir():
+        page.unlink()
+    assert cli("spaces", "--out", str(root))[0] == 0
+    assert snapshot(root / "spaces") == incremental

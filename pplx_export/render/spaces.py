@@ -319,8 +319,13 @@ def spaces_json(pages: list[SpacePage]) -> str:
     threads one compact line (readable, diffable, and cheap for thousands of threads).
 
     `{"spaces": [page, ...], "no_space": page | null}`; a page's `threads` comes last."""
-    spaces = [_page_text(p) for p in pages if not p.no_space]
-    loose = next((_page_text(p).lstrip() for p in pages if p.no_space), "null")
+    return join_spaces_json([(p.no_space, page_json_text(p)) for p in pages])
+
+
+def join_spaces_json(parts: list[tuple[bool, str]]) -> str:
+    """spaces.json from each page's `page_json_text` (with its `no_space`), in page order."""
+    spaces = [text for no_space, text in parts if not no_space]
+    loose = next((text.lstrip() for no_space, text in parts if no_space), "null")
     body = ",\n".join(spaces)
     return (
         f'{{\n "spaces": [\n{body}\n ],\n "no_space": {loose}\n}}\n'
@@ -339,7 +344,8 @@ def _thread_line(t: JSON) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
-def _page_text(p: SpacePage) -> str:
+def page_json_text(p: SpacePage) -> str:
+    """One page's part of spaces.json (indented as it stands in the file)."""
     doc = _page_json(p)
     threads = doc.pop("threads")
     head = dumps_indented(doc, 1)[:-2]  # drop the closing "\n}" to append the threads
@@ -364,5 +370,5 @@ def _page_json(p: SpacePage) -> JSON:
         "meta_error": p.meta_error or None,
         "n_threads": len(p.threads),
         "n_exported": p.exported,
-        "threads": [t.to_json() for t in sort_threads(p.threads)],  # last: see _page_text
+        "threads": [t.to_json() for t in sort_threads(p.threads)],  # last: see page_json_text
     }

@@ -12,6 +12,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from pplx_export.models import JSON, RelationEdge
 
@@ -43,8 +44,9 @@ def bare_uuids(text: str) -> set[str]:
     return {m.lower() for m in BARE_UUID.findall(text or "")}
 
 
-@dataclass
-class SubAgentRef:
+class SubAgentRef(NamedTuple):
+    """A sub-agent run of a thread (a JSON array in the facts cache)."""
+
     sub_id: str
     headline: str = ""
     thread_uuid: str = ""  # the background entry's backend_uuid
@@ -58,7 +60,9 @@ class ThreadFacts:
     rel: str  # thread directory relative to the archive root
     title: str = ""
     space_slug: str = ""
-    first_query: str = ""  # "" for a degraded (shell) thread: it never clusters
+    # The first query, normalized (`normalize_query`): the same_prompt cluster key, kept
+    # in the cache so a rebuild normalizes nothing. "" never clusters (a degraded shell).
+    prompt_key: str = ""
     first_source: str = ""  # the first turn's query_source
     first_created_us: int = 0
     links: list[str] = field(default_factory=list)  # thread links, sorted, lower-cased
@@ -72,7 +76,7 @@ class ThreadFacts:
             "rel": self.rel,
             "title": self.title,
             "space_slug": self.space_slug,
-            "first_query": self.first_query,
+            "prompt_key": self.prompt_key,
             "first_source": self.first_source,
             "first_created_us": self.first_created_us,
             "links": self.links,
@@ -83,21 +87,32 @@ class ThreadFacts:
 
     @classmethod
     def from_json(cls, doc: JSON) -> ThreadFacts:
-        """The inverse of `to_json`; raises (KeyError/TypeError/ValueError) on a bad record."""
-        subs = [SubAgentRef(str(a), str(b), str(c)) for a, b, c in doc["sub_agents"]]
-        return cls(
-            uuid=str(doc["uuid"]),
-            rel=str(doc["rel"]),
-            title=str(doc["title"]),
-            space_slug=str(doc["space_slug"]),
-            first_query=str(doc["first_query"]),
-            first_source=str(doc["first_source"]),
-            first_created_us=int(doc["first_created_us"]),
-            links=[str(u) for u in doc["links"]],
-            mentions=[str(u) for u in doc["mentions"]],
-            sub_agents=subs,
-            degraded=bool(doc["degraded"]),
-        )
+        """The inverse of `to_json`; raises (KeyError/TypeError/ValueError) on a record
+        that is not exactly of that shape (the lenient path of the facts cache)."""
+        uuid, rel, title, slug, query, source = _strs([doc[k] for k in _TEXT_FIELDS], 6)
+        created, degraded = doc["first_created_us"], doc["degraded"]
+        if type(created) is not int or type(degraded) is not bool:
+            raise TypeError("first_created_us or degraded of the wrong type")
+        subs = [SubAgentRef(*_strs(s, 3)) for s in _list(doc["sub_agents"])]
+        links, mentions = _strs(doc["links"]), _strs(doc["mentions"])
+        return cls(uuid, rel, title, slug, query, source, created, links, mentions, subs, degraded)
+
+
+_TEXT_FIELDS = ("uuid", "rel", "title", "space_slug", "prompt_key", "first_source")
+
+
+def _list(value: object) -> list[object]:
+    if not isinstance(value, list):
+        raise TypeError(f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _strs(value: object, n: int | None = None) -> list[str]:
+    """`value` when it is a list of strings (of length n, if given); else TypeError."""
+    items = _list(value)
+    if (n is not None and len(items) != n) or not all(type(v) is str for v in items):
+        raise TypeError("expected a list of strings")
+    return items  # type: ignore[return-value]
 
 
 def _same_space(facts: list[ThreadFacts]) -> list[RelationEdge]:
@@ -113,7 +128,7 @@ def _same_space(facts: list[ThreadFacts]) -> list[RelationEdge]:
 def _same_prompt(facts: list[ThreadFacts]) -> list[RelationEdge]:
     clusters: dict[str, list[ThreadFacts]] = {}
     for f in facts:
-        key = normalize_query(f.first_query)
+        key = f.prompt_key
         if key:
             clusters.setdefault(key, []).append(f)
     edges: list[RelationEdge] = []

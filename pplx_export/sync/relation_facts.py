@@ -19,7 +19,6 @@ losing it (or a torn journal line) costs one slow run.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Callable
@@ -38,10 +37,12 @@ from pplx_export.sync.relation_edges import (
     ThreadFacts,
     bare_uuids,
     link_uuids,
+    normalize_query,
 )
 from pplx_export.util.atomic import read_with_stat, write_if_changed
-from pplx_export.util.jsontext import dumps_compact, loads
+from pplx_export.util.jsontext import dumps_compact, loads, loads_as
 from pplx_export.util.lenient import as_dict, as_str
+from pplx_export.util.lenient import lenient_int as lint
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ JOURNAL_NAME = "relations_cache.jsonl"
 # A journal no `relations` has folded in for this long is left to grow no further (the
 # threads it misses are read by that run instead).
 JOURNAL_CAP = 64 << 20
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: facts hold the normalized first query (`prompt_key`)
 CONVERSATION_MD = "conversation.md"
 Stat = list[int] | None
 
@@ -60,32 +61,67 @@ class ThreadUnreadable(Exception):
 
 
 @dataclass
+class Record:
+    """One thread directory's facts and the stats of the files they came from."""
+
+    stats: list[Stat]
+    facts: ThreadFacts
+
+
+@dataclass
+class _Snapshot:
+    """`relations_cache.json` as decoded in one typed pass (see `load_cache`)."""
+
+    format: int
+    parser: str
+    outputs: dict[str, Any] = field(default_factory=dict)
+    threads: dict[str, Record] = field(default_factory=dict)
+
+
+@dataclass
+class _JournalLine:
+    rel: str
+    parser: str
+    stats: list[Stat]
+    facts: ThreadFacts
+
+
+def _record_of(value: Any) -> Record | None:
+    """A record from plain JSON (the lenient path); None if it is not one."""
+    if not isinstance(value, dict) or not isinstance(value.get("stats"), list):
+        return None
+    try:
+        facts = ThreadFacts.from_json(value["facts"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    stats = value["stats"]
+    if not all(s is None or (isinstance(s, list) and all(type(n) is int for n in s))
+               for s in stats):  # fmt: skip
+        return None
+    return Record(stats, facts)
+
+
+@dataclass
 class FactsScan:
     root: Path
     parse: ParseFn
-    records: dict[str, JSON] = field(default_factory=dict)  # rel -> {"stats", "facts"}
+    records: dict[str, Record] = field(default_factory=dict)  # by thread directory
     failures: list[tuple[str, str]] = field(default_factory=list)  # (rel, reason)
     parsed: int = 0  # threads read from their files (the rest came from the cache)
     degraded: int = 0
-    changed: bool = True  # False: the same threads, all from the cache, as last run
+    # False: the same threads with the same facts as the last run (files may have been
+    # rewritten with what they held: a re-export, a re-render), so the graph is as written.
+    changed: bool = True
+    # The records differ from the cache on disk (new stats, a journal folded in): save it
+    # even when the graph need not be rebuilt, or every run would read those threads again.
+    dirty: bool = True
     outputs: JSON = field(default_factory=dict)  # the last run's output stamp (see relations)
 
     def facts(self) -> list[ThreadFacts]:
-        """One ThreadFacts per UUID, in path order (decoded from the records on demand)."""
+        """One ThreadFacts per UUID, in path order."""
         by_uuid: dict[str, ThreadFacts] = {}
-        for rel, record in list(self.records.items()):
-            try:
-                facts = ThreadFacts.from_json(record["facts"])
-            except (KeyError, TypeError, ValueError):
-                try:  # a damaged cache record: read the thread again
-                    facts, stats = read_facts(self.root, rel, self.parse)
-                except ThreadUnreadable as exc:
-                    self.failures.append((rel, str(exc)))
-                    del self.records[rel]
-                    continue
-                self.records[rel] = {"stats": stats, "facts": facts.to_json()}
-                self.parsed += 1
-                self.changed = True
+        for record in self.records.values():
+            facts = record.facts
             # Two directories of one thread (its date moved): the one named with the later
             # date is the newer copy.
             held = by_uuid.get(facts.uuid)
@@ -125,7 +161,7 @@ def _facts_of_conv(conv: Conversation, rel: str, uuid: str, title: str, slug: st
     facts = ThreadFacts(uuid=uuid, rel=rel, title=title, space_slug=slug)
     if conv.turns:
         first = conv.turns[0]
-        facts.first_query = first.query
+        facts.prompt_key = normalize_query(first.query)
         facts.first_source = first.metadata.query_source
         facts.first_created_us = first.created_us or 0
     texts: list[str] = []
@@ -220,16 +256,16 @@ class FactsJournal:
     def add(self, rel: str, record: JSON) -> None:
         if self.failed:
             return
-        line = json.dumps({"rel": rel, "parser": RENDERER_VERSION, **record}, ensure_ascii=False)
+        line = dumps_compact({"rel": rel, "parser": RENDERER_VERSION, **record})
         try:
             if self.fh is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close)
+                self.fh = open(self.path, "ab")  # noqa: SIM115 (closed in close)
                 if self.fh.tell() > JOURNAL_CAP:
                     self.close()
                     self.failed = True
                     return
-            self.fh.write(line + "\n")
+            self.fh.write(line + b"\n")
         except OSError as exc:  # derived state: `relations` reads those threads itself
             log.debug("relations journal not written: %s", exc)
             self.failed = True
@@ -243,35 +279,54 @@ class FactsJournal:
             self.fh = None
 
 
-def _replay(root: Path, records: dict[str, JSON]) -> bool:
-    """Apply the journal's records over `records` (a later line wins); True if there was
-    one. A torn or foreign line is skipped: that thread is read again instead."""
+@dataclass
+class Replay:
+    """What folding the journal in did: was there one, and did it bring other facts."""
+
+    journal: bool = False
+    new_facts: bool = False
+
+
+def _replay(root: Path, records: dict[str, Record]) -> Replay:
+    """Apply the journal's records over `records` (a later line wins). A torn or foreign
+    line is skipped: that thread is read again instead."""
     try:
         data = journal_path(root).read_bytes()
     except FileNotFoundError:
-        return False
+        return Replay()
     except OSError as exc:
         log.info("relations journal unreadable (%s); reading those threads again", exc)
-        return True
-    lines = data.splitlines()
-    try:  # an intact journal decodes in one call
-        decoded = loads(b"[" + b",".join(lines) + b"]")
-    except (ValueError, UnicodeDecodeError):
-        decoded = [_line(raw) for raw in lines]  # a torn line: only that one is lost
-    for line in decoded:
-        if not isinstance(line, dict) or line.get("parser") != RENDERER_VERSION:
+        return Replay(journal=True, new_facts=True)
+    replay = Replay(journal=True)
+    raw_lines = data.splitlines()
+    # An intact journal decodes in one typed pass; else line by line, so a torn line (or
+    # one of another format) costs only its own thread.
+    lines = loads_as(b"[" + b",".join(raw_lines) + b"]", list[_JournalLine])
+    if lines is None:
+        lines = [line for raw in raw_lines if (line := _journal_line(raw)) is not None]
+    for line in lines:
+        if line.parser != RENDERER_VERSION:
             continue
-        rel = line.get("rel")
-        if isinstance(rel, str) and "stats" in line and "facts" in line:
-            records[rel] = {"stats": line["stats"], "facts": line["facts"]}
-    return True
+        held = records.get(line.rel)
+        if held is None or held.facts != line.facts:
+            replay.new_facts = True
+        records[line.rel] = Record(line.stats, line.facts)
+    return replay
 
 
-def _line(raw: bytes) -> Any:
-    try:
-        return loads(raw)
+def _journal_line(raw: bytes) -> _JournalLine | None:
+    line = loads_as(raw, _JournalLine)
+    if line is not None:
+        return line
+    try:  # the lenient path (no msgspec, or a line that does not fit the type exactly)
+        doc = loads(raw)
     except (ValueError, UnicodeDecodeError):
         return None
+    record = _record_of(doc)
+    rel, parser = as_dict(doc).get("rel"), as_dict(doc).get("parser")
+    if record is None or not isinstance(rel, str) or not isinstance(parser, str):
+        return None
+    return _JournalLine(rel, parser, record.stats, record.facts)
 
 
 def _current_stats(root: Path, rel: str) -> list[Stat]:
@@ -289,37 +344,45 @@ def _dir_key(rel: str) -> tuple[str, str]:
     return rel.rsplit("/", 1)[-1][:10], rel
 
 
-def load_cache(root: Path) -> tuple[dict[str, JSON], JSON, bool]:
+def _decode_snapshot(data: bytes) -> tuple[dict[str, Record], JSON]:
+    """(records, output stamp) of a snapshot; empty when it is of another format or parser.
+    Raises ValueError/UnicodeDecodeError when it is not JSON at all."""
+    snap = loads_as(data, _Snapshot)
+    if snap is None:  # not of the exact type: record by record, keeping the good ones
+        doc = as_dict(loads(data))
+        found = as_dict(doc.get("threads"))
+        snap = _Snapshot(lint(doc.get("format")), as_str(doc.get("parser")),
+                         as_dict(doc.get("outputs")))  # fmt: skip
+        for rel, value in found.items():
+            record = _record_of(value)
+            if record is not None:
+                snap.threads[rel] = record
+    if snap.format != CACHE_FORMAT or snap.parser != RENDERER_VERSION:
+        return {}, {}
+    return snap.threads, snap.outputs
+
+
+def load_cache(root: Path) -> tuple[dict[str, Record], JSON, Replay]:
     """The cache's records by thread directory (the snapshot, then the journal's records
-    over it), its output stamp, and whether there was a journal to fold in. Anything
-    unreadable (or written by another parser version) counts as absent."""
-    threads: dict[str, JSON] = {}
+    over it), its output stamp, and what the journal did. Anything unreadable (or written
+    by another parser version) counts as absent."""
+    threads: dict[str, Record] = {}
     outputs: JSON = {}
     try:
-        doc = loads(cache_path(root).read_bytes())
+        threads, outputs = _decode_snapshot(cache_path(root).read_bytes())
     except FileNotFoundError:
-        doc = None
+        pass
     except (OSError, ValueError, UnicodeDecodeError):
         log.info("relations cache unreadable; rebuilding it")
-        doc = None
-    if (
-        isinstance(doc, dict)
-        and doc.get("format") == CACHE_FORMAT
-        and doc.get("parser") == RENDERER_VERSION
-    ):
-        found, stamp = doc.get("threads"), doc.get("outputs")
-        threads = found if isinstance(found, dict) else {}
-        outputs = stamp if isinstance(stamp, dict) else {}
     journal = _replay(root, threads)
     return threads, outputs, journal
 
 
-def save_cache(root: Path, records: dict[str, JSON], outputs: JSON) -> None:
-    doc = {"format": CACHE_FORMAT, "parser": RENDERER_VERSION, "outputs": outputs,
-           "threads": records}  # fmt: skip
+def save_cache(root: Path, records: dict[str, Record], outputs: JSON) -> None:
+    snapshot = _Snapshot(CACHE_FORMAT, RENDERER_VERSION, outputs, records)
     # No trailing newline: jsontext.loads decodes a document that ends where the text ends
     # in one C call, and this file is read on every run.
-    data = dumps_compact(doc)
+    data = dumps_compact(snapshot)
     try:
         write_if_changed(cache_path(root), data)
         # Folded into the snapshot: the journal's records are in it now.
@@ -335,12 +398,13 @@ def scan_facts(root: Path, *, parse: ParseFn | None = None, use_cache: bool = Tr
         from pplx_export.parse import parse_thread
 
         parse = parse_thread
-    cached, outputs, journal = load_cache(root) if use_cache else ({}, {}, False)
+    cached, outputs, replay = load_cache(root) if use_cache else ({}, {}, Replay())
     scan = FactsScan(root=root, parse=parse, outputs=outputs)
     records = scan.records
+    new_facts = 0
     for rel in iter_thread_rels(root, known=cached):
         record = cached.get(rel)
-        if not (isinstance(record, dict) and record.get("stats") == _current_stats(root, rel)):
+        if record is None or record.stats != _current_stats(root, rel):
             try:
                 facts, stats = read_facts(root, rel, parse)
             except ThreadUnreadable as exc:
@@ -348,9 +412,13 @@ def scan_facts(root: Path, *, parse: ParseFn | None = None, use_cache: bool = Tr
                 log.warning("relations: skipping %s: %s", rel, exc)
                 continue
             scan.parsed += 1
-            record = {"stats": stats, "facts": facts.to_json()}
+            new_facts += record is None or record.facts != facts
+            record = Record(stats, facts)
         records[rel] = record
-        scan.degraded += bool(as_dict(record.get("facts")).get("degraded"))
-    # Nothing read again and no directory gone: the same archive as the last run.
-    scan.changed = bool(scan.parsed) or len(records) != len(cached) or journal
+        scan.degraded += record.facts.degraded
+    # No other facts and no directory gone: the graph of the last run. (A thread read again
+    # whose facts came out the same changes only the cache's stats.)
+    gone = len(records) != len(cached)
+    scan.changed = bool(new_facts) or gone or replay.new_facts
+    scan.dirty = scan.changed or bool(scan.parsed) or replay.journal
     return scan

@@ -29,6 +29,7 @@ from pplx_export.sync.relation_edges import KINDS, build_edges
 from pplx_export.sync.relation_facts import ParseFn, save_cache, scan_facts
 from pplx_export.sync.spaces import require_archive
 from pplx_export.util.atomic import write_if_changed
+from pplx_export.util.gcpause import gc_paused
 from pplx_export.util.lenient import as_dict
 from pplx_export.util.lenient import lenient_int as lint
 
@@ -74,7 +75,7 @@ def run_relations(opts: RunOptions, *, parse: ParseFn | None = None) -> Relation
     started = time.monotonic()
     root = Path(opts.out)
     require_archive(root)
-    with archive_lock(root, opts.held_locks):
+    with archive_lock(root, opts.held_locks), gc_paused():
         return _relations(root, opts.lang, opts.flavor, parse, started)
 
 
@@ -104,10 +105,12 @@ def _relations(
             directory, lang, flavor, lint(last.get("threads")), as_dict(last.get("edges"))
         )
         if fresh == last:
+            if scan.dirty:  # files rewritten with the same facts: keep their new stats
+                save_cache(root, scan.records, last)
             return RelationsResult(
                 directory=directory,
                 threads=lint(last.get("threads")),
-                parsed=0,
+                parsed=scan.parsed,
                 degraded=scan.degraded,
                 edges={k: lint(as_dict(last.get("edges")).get(k)) for k in KINDS},
                 failures=scan.failures,

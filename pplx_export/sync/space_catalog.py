@@ -112,6 +112,11 @@ def _save_cache(root: Path, records: dict[str, list[Any]]) -> None:
         log.warning("could not write %s: %s", root / INDEX_DIR / CACHE_NAME, exc)
 
 
+def _fields(record: Any) -> list[Any] | None:
+    """A cache record without its stats (None for a malformed one)."""
+    return record[2:] if isinstance(record, list) else None
+
+
 def _from_record(rel: str, record: Any, size: int, mtime: int) -> DiskThread | None:
     """The cached thread of `rel` when its thread.json still has this size and mtime."""
     if not isinstance(record, list) or len(record) != 8 or record[:2] != [size, mtime]:
@@ -178,11 +183,15 @@ def scan_disk(
             t = thread
             records[rel] = [size, mtime, t.uuid, t.title, t.author, t.mode, t.last_updated, t.space]
         found.setdefault(thread.uuid, []).append(thread)
-    changed = records != cached
-    if use_cache and root.is_dir() and changed:
+    if use_cache and root.is_dir() and records != cached:
         _save_cache(root, records)
     if disk_changed is not None:
-        disk_changed.append(changed)
+        # A thread.json rewritten with the fields it held (a re-export) changes only the
+        # cache's stats: the pages built from those fields are as written.
+        disk_changed.append(records.keys() != cached.keys() or any(
+            record is not cached[rel] and _fields(cached[rel]) != record[2:]
+            for rel, record in records.items()
+        ))  # fmt: skip
     return found
 
 

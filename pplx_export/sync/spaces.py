@@ -10,13 +10,16 @@ is gone is removed (only pages the previous `spaces.json` lists: nothing else un
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from pplx_export import __version__
 from pplx_export.archive.library_index import INDEX_DIR
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.paths import ensure_inside
@@ -25,11 +28,19 @@ from pplx_export.context import RunOptions
 from pplx_export.errors import UsageError
 from pplx_export.models import JSON
 from pplx_export.perplexity.api import PerplexityAPI
-from pplx_export.render.spaces import render_space_page, render_spaces_index, spaces_json
+from pplx_export.render.spaces import (
+    SpacePage,
+    join_spaces_json,
+    page_json_text,
+    render_space_page,
+    render_spaces_index,
+)
+from pplx_export.renderer_version import RENDERER_VERSION
 from pplx_export.sync.space_catalog import INDEX_FILE, Catalog, build_catalog, scan_disk
 from pplx_export.sync.space_meta import MetaOutcome, Opener, fetch_space_meta
 from pplx_export.util.atomic import write_if_changed
-from pplx_export.util.jsontext import loads
+from pplx_export.util.gcpause import gc_paused
+from pplx_export.util.jsontext import dumps_compact, loads
 from pplx_export.util.lenient import as_dict, as_str, dicts, lenient_int
 
 log = logging.getLogger(__name__)
@@ -131,20 +142,67 @@ def _previous_files(directory: Path) -> set[str]:
             and not n.startswith(".") and n != INDEX_FILE}  # fmt: skip
 
 
+MEMO_NAME = "spaces_pages.json"
+MEMO_FORMAT = 1
+
+
+def _page_key(page: SpacePage, lang: str, flavor: str) -> str:
+    """A digest of everything a page's text and its part of spaces.json come from: the
+    page's fields and threads (a dataclass repr spells every field), the language, the
+    flavour and the versions of the code that renders them."""
+    text = f"{__version__}|{RENDERER_VERSION}|{lang}|{flavor}|{page!r}"
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _load_memo(root: Path) -> dict[str, Any]:
+    """{page file: [key, size, mtime_ns, spaces.json part]} of the last run; unreadable or
+    of another format: empty (every page is rendered, as on a first run)."""
+    try:
+        doc = loads((root / INDEX_DIR / MEMO_NAME).read_bytes())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("format") != MEMO_FORMAT:
+        return {}
+    return as_dict(doc.get("pages"))
+
+
 def write_pages(
     root: Path, catalog: Catalog, lang: str, flavor: str = "github"
 ) -> tuple[list[str], list[str]]:
-    """Write every page, index.md and spaces.json; remove stale pages. (written, removed)."""
+    """Write every page, index.md and spaces.json; remove stale pages. (written, removed).
+
+    A page whose inputs have the digest of the last run and whose file still has that
+    run's size and mtime is neither rendered nor read: with one thread changed, one page
+    is (index/spaces_pages.json holds the digests and each page's part of spaces.json)."""
     directory = ensure_inside(root, root / SPACES_DIR)
-    files = {p.file: render_space_page(p, lang, flavor) for p in catalog.pages}
+    memo = _load_memo(root)
+    fresh: dict[str, list[Any]] = {}
+    files: dict[str, str] = {}
+    parts: list[tuple[bool, str]] = []
+    for page in catalog.pages:
+        key = _page_key(page, lang, flavor)
+        held = memo.get(page.file)
+        if (
+            isinstance(held, list) and len(held) == 4 and held[0] == key
+            and isinstance(held[3], str) and held[1:3] == _stat(directory / page.file)
+        ):  # fmt: skip
+            fresh[page.file] = held
+            parts.append((page.no_space, held[3]))
+            continue
+        files[page.file] = render_space_page(page, lang, flavor)
+        part = page_json_text(page)
+        fresh[page.file] = [key, 0, 0, part]  # its stat once written, below
+        parts.append((page.no_space, part))
     files[INDEX_FILE] = render_spaces_index(catalog.pages, lang, flavor)
-    files[SPACES_JSON] = spaces_json(catalog.pages)
-    stale = _previous_files(directory) - set(files)
+    files[SPACES_JSON] = join_spaces_json(parts)
+    stale = _previous_files(directory) - {p.file for p in catalog.pages} - set(files)
     written = []
     for name in sorted(files):
         path = ensure_inside(root, directory / name)
         if write_if_changed(path, files[name]):
             written.append(f"{SPACES_DIR}/{name}")
+        if name in fresh:
+            fresh[name][1:3] = _stat(path) or [0, 0]
     removed = []
     for name in sorted(stale):
         path = ensure_inside(root, directory / name)
@@ -153,6 +211,12 @@ def write_pages(
             removed.append(f"{SPACES_DIR}/{name}")
         except FileNotFoundError:
             pass
+    if fresh != memo:
+        try:
+            doc = {"format": MEMO_FORMAT, "pages": fresh}
+            write_if_changed(root / INDEX_DIR / MEMO_NAME, dumps_compact(doc))
+        except OSError as exc:  # derived state: the next run renders every page again
+            log.warning("could not write %s: %s", root / INDEX_DIR / MEMO_NAME, exc)
     return written, removed
 
 
@@ -182,7 +246,7 @@ def run_spaces(
     root = Path(opts.out)
     require_archive(root)
     meta = None
-    with archive_lock(root, opts.held_locks):
+    with archive_lock(root, opts.held_locks), gc_paused():
         if fetch_meta:
             if opener is None:
                 from pplx_export.perplexity.session import open_session

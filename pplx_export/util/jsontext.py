@@ -9,10 +9,13 @@ unserialisable object, a cycle) is handed to `json.dumps` itself, so errors are 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from json.encoder import encode_basestring
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 _INF = float("inf")
 
@@ -174,6 +177,26 @@ def loads(data: str | bytes) -> Any:
     return json.loads(text)
 
 
+def loads_as(data: bytes, kind: type[T]) -> T | None:
+    """`data` decoded and checked against `kind` (dataclasses, named tuples, lists and dicts
+    of them) in one C pass: much faster than `loads` then building the objects. None when
+    the data does not fit `kind` exactly, or msgspec is not installed: the caller then
+    takes the lenient path (`loads`, and its own checks value by value)."""
+    if _fast_decode is None:  # pragma: no cover - msgspec is a dependency
+        return None
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except _FAST_ERRORS:
+        return None
+
+
+def _plain(value: Any) -> Any:
+    """json.dumps' fallback for the dataclasses msgspec's encoder writes as objects."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 def dumps_compact(value: Any) -> bytes:
     """`value` as compact UTF-8 JSON (no spaces, non-ASCII as is), for the derived caches
     that only `loads` reads back: through msgspec's encoder where it can (several times
@@ -184,5 +207,5 @@ def dumps_compact(value: Any) -> bytes:
             return _fast_encode(value)
         except (TypeError, ValueError, OverflowError, UnicodeEncodeError):
             pass
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_plain)
     return text.encode("utf-8", "surrogatepass")
