@@ -17,16 +17,27 @@ def normalise(source: Any) -> Citation | None:
     """A raw source dict -> Citation; None when it is not a dict or has no URL."""
     if not isinstance(source, dict):
         return None
-    url = first_str(source, "url", "link").strip()
+    url = _text(source, "url", "link").strip()
     if not url:
         return None
     return Citation(
-        name=first_str(source, "name", "title")[:NAME_LIMIT],
+        name=_text(source, "name", "title")[:NAME_LIMIT],
         url=url,
-        snippet=first_str(source, "snippet", "text")[:SNIPPET_LIMIT],
-        timestamp=first_str(source, "timestamp", "date"),
-        category=first_str(source, "category", "type") or "web",
+        snippet=_text(source, "snippet", "text")[:SNIPPET_LIMIT],
+        timestamp=_text(source, "timestamp", "date"),
+        category=_text(source, "category", "type") or "web",
     )
+
+
+def _text(source: dict[str, Any], key: str, other: str) -> str:
+    """`first_str(source, key, other)` for the two-name fields of a source, in one frame
+    (a re-render normalises some 60 sources per thread, each with five such fields)."""
+    value = source.get(key)
+    if value is None:
+        value = source.get(other)
+        if value is None:
+            return ""
+    return value if type(value) is str else first_str({key: value}, key)
 
 
 def normalise_all(sources: Iterable[Any]) -> list[Citation]:

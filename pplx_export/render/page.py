@@ -9,8 +9,8 @@ thread's pages (conversation.md, the previous and next turn, sources.md, report.
 
 from __future__ import annotations
 
-import json
 import re
+from json.encoder import encode_basestring
 
 from pplx_export.models import Conversation
 from pplx_export.render.context import Ctx
@@ -24,9 +24,12 @@ _TAG_UNSAFE = re.compile(r"[^\w/-]+")
 
 
 def _scalar(value: str) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    for char, escape in _YAML_BREAKS.items():
-        text = text.replace(char, escape)
+    # encode_basestring is what json.dumps(value, ensure_ascii=False) runs for a str,
+    # without an encoder object per call (a re-render writes ~35 scalars per thread).
+    text = encode_basestring(value)
+    if "\u0085" in text or "\u2028" in text or "\u2029" in text:
+        for char, escape in _YAML_BREAKS.items():
+            text = text.replace(char, escape)
     return text
 
 
