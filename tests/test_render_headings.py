@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from markdown_it.token import Token
 
-from pplx_export.models import Conversation
+from pplx_export.models import Conversation, WfPayload
 from pplx_export.parse.views import item_view
 from pplx_export.render.context import Ctx
 from pplx_export.render.labels import EN
 from pplx_export.render.text import bold, demote
 from pplx_export.render.tree import render_item
+from pplx_export.render.workflow import render_wf_block
 from tests.reading_support import all_pages, tokens
 from tests.render_samples import text_item
 
@@ -102,3 +103,15 @@ def test_quoted_thoughts_and_texts_keep_their_headings_below_the_steps() -> None
     assert thought == "> #### Draft\n>\n> body"
     plain = render_item(c, item_view(text_item("# Title\n\n## Sub")))
     assert plain == "#### Title\n\n##### Sub"
+
+
+def test_the_work_process_heading_names_a_status_only_where_no_tag_does() -> None:
+    c = Ctx(labels=EN, conv=Conversation(web_uuid="w"))
+
+    def heading(status: str) -> str:
+        return render_wf_block(c, WfPayload(raw={}, status=status, n_listed=2)).split("\n")[0]
+
+    assert heading("WORKFLOW_COMPLETED") == "## Work process (steps: 2)"
+    assert heading("WORKFLOW_CANCELED") == "## Work process (steps: 2 · ⛔ Canceled)"
+    # A status the tool does not know is shown as the API wrote it.
+    assert heading("WORKFLOW_PAUSED") == "## Work process (steps: 2 · WORKFLOW_PAUSED)"

@@ -84,7 +84,7 @@ def test_empty_query_and_answer_placeholders() -> None:
 
 def test_computer_turn_work_process() -> None:
     turn = render_thread(computer_conversation())["turns/turn_0001.md"]
-    assert f"## Work process (steps: 6 · WORKFLOW_AWAITING_NEXT_STEPS · {EN.tag_limit})" in turn
+    assert f"## Work process (steps: 6 · {EN.tag_limit})" in turn
     assert "### Step 1 · Thinking\n\n> Let me plan." in turn
     assert "### Step 2 · Run script (`bash`) — 2035-12-26 00:00:12 → 2035-12-26 00:00:13" in turn
     assert "````bash\necho ```\n````" in turn

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pplx_export.models import WfPayload, WfStep
+from pplx_export.parse import interruptions
 from pplx_export.render import council, subagents
 from pplx_export.render.context import Ctx
 from pplx_export.render.text import bold, join_blocks
@@ -31,7 +32,9 @@ def render_wf_block(ctx: Ctx, wf: WfPayload) -> str:
     """`## Work process (N steps · STATUS · tag)` and every step of a workflow block."""
     lb = ctx.labels
     stat = [lb.steps_n.format(n=wf.n_listed)]
-    if wf.status:
+    # A status the tag below names (completed: no tag; awaiting, canceled: the tag) is not
+    # repeated as the API's constant; one it does not know is shown as it came.
+    if wf.status and interruptions.classify(wf.status, ctx.locked_reason) == interruptions.OTHER:
         stat.append(wf.status)
     tag = lb.tag(wf.status, ctx.locked_reason)
     if tag:
