@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
 from collections.abc import Container, Iterator
@@ -39,7 +38,7 @@ from typing import Any, BinaryIO
 from pplx_export.archive import journal
 from pplx_export.archive.journal import journal_path
 from pplx_export.models import JSON
-from pplx_export.util.jsontext import dumps_indented
+from pplx_export.util.jsontext import dumps_indented, loads
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +177,7 @@ def _parse_snapshot(raw: bytes | None, path: Path) -> dict[str, Any]:
     if raw is None:
         return {}
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        doc = loads(raw)  # json.loads' value, through msgspec: read on every run
     except ValueError as exc:  # UnicodeDecodeError included
         log.warning("%s unreadable (%s): every thread counts as changed", path, exc)
         return {}
