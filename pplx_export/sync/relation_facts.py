@@ -215,19 +215,11 @@ def read_facts(root: Path, rel: str, parse: ParseFn) -> tuple[ThreadFacts, list[
         blocks, blocks_stat = _read(base + RAW_BLOCKS, RAW_BLOCKS)
         if not isinstance(blocks, dict):
             raise ThreadUnreadable(f"{RAW_BLOCKS} is not a JSON object")
-    from pplx_export.parse.thread import row_from_thread_json
+    from pplx_export.parse.thread import parse_archived
 
     mode_folder = rel.split("/")[1] if rel.count("/") >= 2 else ""
     try:
-        conv = parse(
-            plain,
-            blocks,
-            row_from_thread_json(doc, mode_folder),
-            web_uuid=as_str(doc["web_uuid"]),
-            url=as_str(doc.get("url")),
-            export_via=as_str(doc.get("export_via")),
-            exported_at=as_str(doc.get("exported_at")),
-        )
+        conv = parse_archived(parse, plain, blocks, doc, mode_folder)
     except Exception as exc:  # a parser bug on one thread must not cost the graph
         log.debug("relations: parsing %s failed", rel, exc_info=True)
         raise ThreadUnreadable(f"cannot parse: {type(exc).__name__}: {exc}") from None
