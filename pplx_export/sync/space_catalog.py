@@ -91,17 +91,22 @@ CACHE_NAME = "spaces_cache.json"
 CACHE_FORMAT = 1
 
 
-def _load_cache(root: Path) -> dict[str, list[Any]]:
-    """{rel: [size, mtime_ns, uuid, title, author, mode, lastUpdated, space]}; unreadable or
-    of another format: empty (the cache is derived state, rebuilt by the next run)."""
+def read_cache(path: Path, fmt: int, key: str) -> dict[str, Any]:
+    """The `key` object of a derived cache file `{"format": fmt, key: {...}}`; unreadable or
+    of another format: empty (derived state, rebuilt by the next run)."""
     try:
-        doc = loads((root / INDEX_DIR / CACHE_NAME).read_bytes())
+        doc = loads(path.read_bytes())
     except (OSError, ValueError, UnicodeDecodeError):
         return {}
-    if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT:
+    if not isinstance(doc, dict) or doc.get("format") != fmt:
         return {}
-    threads = doc.get("threads")
-    return threads if isinstance(threads, dict) else {}
+    value = doc.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _load_cache(root: Path) -> dict[str, list[Any]]:
+    """{rel: [size, mtime_ns, uuid, title, author, mode, lastUpdated, space]}."""
+    return read_cache(root / INDEX_DIR / CACHE_NAME, CACHE_FORMAT, "threads")
 
 
 def _save_cache(root: Path, records: dict[str, list[Any]]) -> None:

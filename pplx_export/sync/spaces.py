@@ -36,7 +36,13 @@ from pplx_export.render.spaces import (
     render_spaces_index,
 )
 from pplx_export.renderer_version import RENDERER_VERSION
-from pplx_export.sync.space_catalog import INDEX_FILE, Catalog, build_catalog, scan_disk
+from pplx_export.sync.space_catalog import (
+    INDEX_FILE,
+    Catalog,
+    build_catalog,
+    read_cache,
+    scan_disk,
+)
 from pplx_export.sync.space_meta import MetaOutcome, Opener, fetch_space_meta
 from pplx_export.util.atomic import write_if_changed
 from pplx_export.util.gcpause import gc_paused
@@ -157,13 +163,7 @@ def _page_key(page: SpacePage, lang: str, flavor: str) -> str:
 def _load_memo(root: Path) -> dict[str, Any]:
     """{page file: [key, size, mtime_ns, spaces.json part]} of the last run; unreadable or
     of another format: empty (every page is rendered, as on a first run)."""
-    try:
-        doc = loads((root / INDEX_DIR / MEMO_NAME).read_bytes())
-    except (OSError, ValueError, UnicodeDecodeError):
-        return {}
-    if not isinstance(doc, dict) or doc.get("format") != MEMO_FORMAT:
-        return {}
-    return as_dict(doc.get("pages"))
+    return read_cache(root / INDEX_DIR / MEMO_NAME, MEMO_FORMAT, "pages")
 
 
 def write_pages(
