@@ -11,7 +11,13 @@ import pytest
 
 from pplx_export.archive import journal
 from pplx_export.archive.journal import journal_path
-from pplx_export.archive.render_state import STATE_NAME, RenderState, load_state, save_state
+from pplx_export.archive.render_state import (
+    STATE_NAME,
+    RenderState,
+    entry_of,
+    load_state,
+    save_state,
+)
 from pplx_export.sync import rerender as rerender_mod
 from pplx_export.sync.rerender import rerender
 from pplx_export.util.jsontext import dumps_indented
@@ -122,3 +128,28 @@ def test_a_render_appends_in_batches_and_never_dumps_the_whole_state(
     assert appends == [3, 3, 1]  # one fsynced append per checkpoint, the rest at the end
     assert snapshots == [1]  # one snapshot, at the end
     assert len(load_state(root)) == 7
+
+
+def test_snapshot_records_stay_undecoded_until_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loaded snapshot holds each record as a view of the file's bytes (a re-render of a
+    big archive would otherwise hold every record decoded); what it records, rewrites and
+    compacts is the same as with the records decoded (the stdlib path, without msgspec)."""
+    threads = {f"alice/search/d{i}": entry(i) for i in range(3)}
+    save_state(tmp_path, threads)
+    before = (tmp_path / STATE_NAME).read_bytes()
+    state = RenderState.load(tmp_path)
+    assert not any(isinstance(v, dict) for v in state.threads.values())
+    assert [entry_of(v) for v in state.threads.values()] == list(threads.values())
+    state.record("alice/search/d1", entry(7))
+    state.compact()
+    lazy = (tmp_path / STATE_NAME).read_bytes()
+    save_state(tmp_path, threads)
+    assert (tmp_path / STATE_NAME).read_bytes() == before
+    monkeypatch.setattr("pplx_export.archive.render_state._RAW", None)
+    state = RenderState.load(tmp_path)
+    assert all(isinstance(v, dict) for v in state.threads.values())
+    state.record("alice/search/d1", entry(7))
+    state.compact()
+    assert (tmp_path / STATE_NAME).read_bytes() == lazy

@@ -38,7 +38,23 @@ from typing import Any, BinaryIO
 from pplx_export.archive import journal
 from pplx_export.archive.journal import journal_path
 from pplx_export.models import JSON
-from pplx_export.util.jsontext import dumps_indented, loads
+from pplx_export.util.jsontext import dumps_indented, loads, loads_as
+
+try:
+    import msgspec
+
+    @dataclass
+    class _LazySnapshot:
+        """The snapshot with each record left undecoded: a `msgspec.Raw` is a view of the
+        file's bytes, so a record costs ~100 bytes until a run looks at it (a re-render of
+        50,000 threads would otherwise hold ~2 KiB of decoded dicts and lists per thread)."""
+
+        format: int
+        threads: dict[str, msgspec.Raw]
+
+    _RAW: type | None = msgspec.Raw
+except ImportError:  # pragma: no cover - msgspec is a dependency; records are then decoded
+    _RAW = None
 
 log = logging.getLogger(__name__)
 
@@ -135,10 +151,23 @@ def outputs_stamp(
     return h.hexdigest()
 
 
+def entry_of(value: Any) -> Any:
+    """A record of `RenderState.threads` as plain JSON: a record of the snapshot is decoded
+    here, where it is used (None when its bytes are not JSON: as if unrecorded)."""
+    if _RAW is not None and isinstance(value, _RAW):
+        view: Any = value  # a msgspec.Raw: its bytes through the buffer protocol
+        try:
+            return loads(bytes(view))
+        except ValueError:
+            return None
+    return value
+
+
 def is_fresh(
     entry: Any, thread_dir: Path | str, renderer: str, lang: str, flavor: str = "github"
 ) -> bool:
     """True when `thread_dir` would render exactly as recorded in `entry`."""
+    entry = entry_of(entry)
     if not isinstance(entry, dict) or entry.get("renderer") != renderer:
         return False
     if entry.get("lang") != lang or not isinstance(entry.get("files"), dict):
@@ -174,8 +203,13 @@ def is_fresh(
 
 
 def _parse_snapshot(raw: bytes | None, path: Path) -> dict[str, Any]:
+    """The snapshot's records by directory: undecoded (see `_LazySnapshot`) where msgspec
+    can, else decoded; {} when the file is unreadable or of another format."""
     if raw is None:
         return {}
+    lazy = loads_as(raw, _LazySnapshot) if _RAW is not None else None
+    if lazy is not None:
+        return lazy.threads if lazy.format == FORMAT else {}
     try:
         doc = loads(raw)  # json.loads' value, through msgspec: read on every run
     except ValueError as exc:  # UnicodeDecodeError included
@@ -292,7 +326,9 @@ def _snapshot_chunks(
     for key in keys:
         offset = offsets.get(key)
         entry = (
-            threads.get(key) if offset is None or fh is None else journal.read_change(fh, offset)
+            entry_of(threads.get(key))
+            if offset is None or fh is None
+            else journal.read_change(fh, offset)
         )
         if entry is None:
             continue
@@ -303,7 +339,7 @@ def _snapshot_chunks(
 
 def load_state(root: Path) -> dict[str, Any]:
     """The recorded fingerprints by directory (snapshot + journal); empty when unreadable."""
-    return RenderState.load(root).threads
+    return {rel: entry_of(v) for rel, v in RenderState.load(root).threads.items()}
 
 
 def save_state(root: Path, threads: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pplx_export.archive.lock import release_inherited_lock
+from pplx_export.archive.render_state import entry_of
 from pplx_export.models import JSON
 from pplx_export.sync.assemble import Engine, preload_engine
 from pplx_export.sync.rerender_outcome import ThreadOutcome
@@ -144,5 +145,10 @@ def _work(root: Path, item: WorkItem, **options: Any) -> ThreadOutcome:
     """`rerender_thread` for one work item; `options` are lang, dry_run and engine."""
     rel, recorded, dir_checked, indexed = item
     return rerender_thread(
-        root, rel, recorded=recorded, dir_checked=dir_checked, indexed=indexed, **options
+        root,
+        rel,
+        recorded=entry_of(recorded),  # decoded here, one at a time (see render_state)
+        dir_checked=dir_checked,
+        indexed=indexed,
+        **options,
     )
