@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,6 +40,9 @@ WorkItem = tuple[str, "JSON | None", bool, "str | None"]
 MAX_AUTO_JOBS = 8
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 MIN_AUTO_SHARE = 64
+# Chunks per worker queued ahead of the one it is rendering: enough that a worker never
+# waits for the parent to hand it work, few enough that results do not pile up.
+IN_FLIGHT = 2
 
 
 def auto_jobs(todo: int) -> int:
@@ -76,9 +80,17 @@ def outcomes(
         initargs=(os.getpid(),),
     )
     try:
-        futures = deque(pool.submit(_run_chunk, work, c) for c in guided_chunks(todo, jobs))
+        # At most IN_FLIGHT chunks per worker submitted and not yet consumed: a finished
+        # chunk's outcomes (search rows, relation facts) wait in its future until the parent
+        # takes them, and when the parent is the slower side (it writes the search index)
+        # an unbounded queue grew by ~4 KiB per thread of the archive.
+        chunks = iter(guided_chunks(todo, jobs))
+        futures = deque(pool.submit(_run_chunk, work, c) for c in islice(chunks, jobs * IN_FLIGHT))
         while futures:  # popped as consumed: a finished chunk's outcomes are not kept
-            yield from futures.popleft().result()
+            done = futures.popleft()
+            for chunk in islice(chunks, 1):
+                futures.append(pool.submit(_run_chunk, work, chunk))
+            yield from done.result()
     finally:
         # On an error or Ctrl-C the chunks no worker has started are dropped, not rendered.
         pool.shutdown(wait=True, cancel_futures=True)
