@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import pplx_export.sync.spaces as spaces_sync
 from pplx_export.cli.export import main
 from pplx_export.emulator import run_emulator
 from pplx_export.render.spaces import Member, SpacePage, SpaceThread, render_space_page
@@ -222,14 +221,14 @@ def test_only_the_pages_whose_threads_changed_are_rendered_again(
     basil = next(root.glob(f"*/*/*{uid(2)[:8]}/thread.json"))
     basil.write_text(json.dumps({**json.loads(basil.read_text("utf-8")), "title": "Thai basil"}))
     rendered: list[str] = []
-    real = spaces_sync.render_space_page
+    real = render_space_page
 
     def spy(page: SpacePage, lang: str = "en", flavor: str = "github") -> str:
         rendered.append(page.file)
         return real(page, lang, flavor)
 
     with monkeypatch.context() as m:
-        m.setattr(spaces_sync, "render_space_page", spy)
+        m.setattr("pplx_export.sync.spaces.render_space_page", spy)
         code, out, _ = cli("spaces", "--out", str(root), "--json")
     assert code == 0 and rendered == ["kitchen-lab.md"]
     assert json.loads(out)["written"] == ["spaces/kitchen-lab.md", "spaces/spaces.json"]
