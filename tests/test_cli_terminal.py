@@ -206,3 +206,14 @@ def test_demo_honours_out(tmp_path: Path) -> None:
     assert (target / "Alice Example").is_dir()
     clash = CliRunner().invoke(main, ["demo", str(tmp_path / "a"), "--out", str(target)])
     assert clash.exit_code == 2
+
+
+def test_spaces_is_offline_unless_it_fetches_metadata(tmp_path: Path) -> None:
+    """Without --fetch-meta `spaces` signs in nowhere: the short notice of the offline
+    commands, and an account name the config does not know is no error."""
+    (tmp_path / "index").mkdir()
+    args = ["spaces", "--out", str(tmp_path), "--account", "nobody"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.stderr
+    notices = [line for line in result.stderr.splitlines() if "degraded mode" in line]
+    assert len(notices) == 1 and "session" not in notices[0]

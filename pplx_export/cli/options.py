@@ -159,6 +159,7 @@ def shared_options(
     flavor: bool = False,
     out: bool = True,
     writes: bool = True,
+    online_when: str | None = None,
 ) -> Callable[[F], F]:
     """The shared options a command uses, resolved into a `RunOptions` passed as `opts`.
 
@@ -169,6 +170,9 @@ def shared_options(
     the archive (`--out`); a command with a directory of its own declares it itself.
     `writes`: it writes into the archive, so the archive root is checked writable before
     anything else happens (skipped for a `--dry-run`).
+    `online_when`: the parameter of the flag without which the command makes no request
+    (`spaces --fetch-meta`): without it, no account is required and a missing config gets
+    the short notice of the offline commands.
     """
     with_account = network if account is None else account
     groups = _config_options() if config else []
@@ -203,7 +207,8 @@ def shared_options(
                 **shared,
                 check_writable=writes and not kwargs.get("dry_run"),
                 announce_degraded=config and not getattr(func, CREATES_CONFIG, False),
-                uses_account=with_account,
+                uses_account=with_account
+                and (online_when is None or bool(kwargs.get(online_when))),
                 config_missing_ok=getattr(func, CREATES_CONFIG, False),
             )
             return func(*args, opts=opts, **kwargs)

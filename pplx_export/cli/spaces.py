@@ -14,7 +14,7 @@ from pplx_export.cli.options import (
     common_options,
     json_option,
     offline_render_options,
-    render_options,
+    shared_options,
 )
 from pplx_export.cli.output import report_run
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     "a denied space is retried with the other configured accounts).",
 )
 @json_option
-@render_options
+@shared_options(flavor=True, online_when="fetch_meta")
 def spaces(opts: RunOptions, fetch_meta: bool, as_json: bool) -> None:
     """Write spaces/<slug>.md per space, spaces/index.md and spaces/spaces.json.
 
