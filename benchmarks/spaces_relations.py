@@ -112,9 +112,8 @@ def child(kind: str, root: Path) -> None:
     # Imported before the clock starts: import time is not run time.
     import pplx_export.parse  # noqa: F401
     from pplx_export.archive.paths import iter_thread_rels
-    from pplx_export.config import Config
+    from pplx_export.config import Account, Config
     from pplx_export.context import RunOptions
-    from pplx_export.models import Account
     from pplx_export.sync.relations import run_relations
     from pplx_export.sync.spaces import run_spaces
     from pplx_export.util.jsontext import loads

@@ -1,4 +1,4 @@
-"""Settings: TOML load/save with tomlkit (the user's comments survive), paths, accounts.
+"""Settings: TOML load (tomllib) and save (tomlkit: the user's comments survive), paths, accounts.
 
 Resolution (product.md §5): `--config` > `$PPLX_EXPORT_CONFIG` > the platform user config dir.
 A missing *default* file means degraded mode (placeholder account `default`, no ownership
@@ -19,11 +19,10 @@ from pplx_export.errors import ConfigError
 if TYPE_CHECKING:
     from tomlkit.toml_document import TOMLDocument
 
-    from pplx_export.models import Account
-
-# tomlkit, platformdirs, the data model and the atomic writer are imported where used:
-# `--help` imports this module and must start fast (tomlkit alone costs about as much as
-# starting Python).
+# tomlkit, platformdirs and the atomic writer are imported where used: `--help` imports this
+# module and must start fast (tomlkit alone costs about as much as starting Python). Reading
+# the settings needs only the stdlib's tomllib; tomlkit parses the file again only when
+# something edits the document (`doc`, `section`, `save`).
 
 ENV_CONFIG = "PPLX_EXPORT_CONFIG"
 APP_NAME = "pplx-export"
@@ -50,6 +49,16 @@ def default_config_path() -> Path:
 
 
 @dataclass
+class Account:
+    """An `[accounts.NAME]` table of the config (or the placeholder of degraded mode)."""
+
+    name: str  # config key, e.g. "alice"
+    display_name: str = ""  # names the archive folder
+    email: str = ""  # session ownership check
+    user_id: str = ""
+
+
+@dataclass
 class NetworkSettings:
     min_interval: float = 3.0
     max_retries: int = 5
@@ -60,7 +69,6 @@ class NetworkSettings:
 @dataclass
 class Config:
     path: Path
-    doc: TOMLDocument = field(default_factory=lambda: _tomlkit().document())
     exists: bool = False
     default_account: str = ""
     archive_root: str = ""
@@ -73,6 +81,20 @@ class Config:
     bot_space_uuid: str = ""
     bot_space_slug: str = ""
     network: NetworkSettings = field(default_factory=NetworkSettings)
+    # The file's text as loaded, for `doc`: the round-trip document is parsed on first use.
+    text: str = field(default="", repr=False)
+    _doc: TOMLDocument | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def doc(self) -> TOMLDocument:
+        """The config as a tomlkit document (comments and layout kept), for edits and save."""
+        if self._doc is None:
+            self._doc = _parse_doc(self.path, self.text)  # "" (no file): an empty document
+        return self._doc
+
+    @doc.setter
+    def doc(self, value: TOMLDocument) -> None:
+        self._doc = value
 
     @property
     def degraded(self) -> bool:
@@ -98,16 +120,12 @@ class Config:
                     f"{how} {wanted!r} is not defined in {self.path} (accounts: {known}); "
                     f"add [accounts.{wanted}] with its email so the session can be checked"
                 )
-            from pplx_export.models import Account
-
             return Account(name=wanted, display_name=wanted)
         if len(self.accounts) == 1:
             return next(iter(self.accounts.values()))
         if self.accounts:
             known = ", ".join(sorted(self.accounts))
             raise ConfigError(f"several accounts in {self.path} ({known}): pass --account")
-        from pplx_export.models import Account
-
         return Account(name=PLACEHOLDER_ACCOUNT, display_name=PLACEHOLDER_ACCOUNT)
 
     def archive_dir(self, out: str | os.PathLike[str] | None = None) -> Path:
@@ -209,21 +227,32 @@ def load_config(
         return Config(path=path)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
-    tomlkit = _tomlkit()
+    import tomllib
+
+    doc: TOMLDocument | None = None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        # tomlkit decides, as it always has: its error names the line, and whatever it
+        # accepts (if anything tomllib refuses) loads as before.
+        doc = _parse_doc(path, text)
+        data = doc.unwrap()
+    return _from_data(Config(path=path, exists=True, text=text, _doc=doc), data)
+
+
+def _parse_doc(path: Path, text: str) -> TOMLDocument:
     from tomlkit.exceptions import ParseError
 
     try:
-        doc = tomlkit.parse(text)
+        doc: TOMLDocument = _tomlkit().parse(text)
     except ParseError as exc:
         raise ConfigError(f"cannot parse config file {path}, line {exc.line}: {exc}") from None
-    return _from_doc(path, doc)
+    return doc
 
 
-def _from_doc(path: Path, doc: TOMLDocument) -> Config:
-    from pplx_export.models import Account
-
-    data = doc.unwrap()
-    cfg = Config(path=path, doc=doc, exists=True)
+def _from_data(cfg: Config, data: dict[str, Any]) -> Config:
+    """`cfg` with the settings of `data` (the file's decoded TOML), each checked."""
+    path = cfg.path
     cfg.default_account = _str(data, "default_account", path)
     cfg.archive_root = _str(data, "archive_root", path)
     cfg.render_language = _str(data, "render_language", path) or "en"

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pplx_export.config import Config
-from pplx_export.models import Account
 from pplx_export.net import DEFAULT_BASE_URL
-from pplx_export.net.pacing import NetRuntime
+
+if TYPE_CHECKING:
+    # Names in annotations only: every command builds a RunOptions, an offline one too, and
+    # the network runtime (logging, random, threading) is created only by online commands.
+    from pplx_export.config import Account, Config
+    from pplx_export.net.pacing import NetRuntime
 
 
 @dataclass

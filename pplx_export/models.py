@@ -15,17 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-JSON = dict[str, Any]
+# Defined in util (light to import, for the modules that need nothing else of this one).
+from pplx_export.util.jsontypes import JSON as JSON
 
 MODES = ("search", "deep-research", "computer", "council", "study")
-
-
-@dataclass
-class Account:
-    name: str  # config key, e.g. "alice"
-    display_name: str = ""  # names the archive folder
-    email: str = ""  # session ownership check
-    user_id: str = ""
 
 
 @dataclass

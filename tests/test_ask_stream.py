@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from pplx_export.config import Config
+from pplx_export.config import Account, Config
 from pplx_export.context import RunOptions
 from pplx_export.errors import Interrupted, TransportError, UsageError
-from pplx_export.models import Account
 from pplx_export.perplexity.ask import (
     AskState,
     answer_so_far,

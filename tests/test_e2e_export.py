@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from pplx_export.archive.state_check import check_state_vs_dirs
-from pplx_export.config import Config
+from pplx_export.config import Account, Config
 from pplx_export.context import RunOptions
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
-from pplx_export.models import MODES, Account
+from pplx_export.models import MODES
 from pplx_export.sync.demo import run_demo
 from pplx_export.sync.relations import run_relations
 from tests.e2e_support import (

@@ -10,10 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from pplx_export.config import Config, NetworkSettings
+from pplx_export.config import Account, Config, NetworkSettings
 from pplx_export.context import RunOptions
 from pplx_export.errors import AuthError, ServerError
-from pplx_export.models import Account
 from pplx_export.net.cookies import (
     ACCOUNT_PREFIX,
     SESSION_COOKIE,

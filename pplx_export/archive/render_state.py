@@ -37,8 +37,8 @@ from typing import Any, BinaryIO
 
 from pplx_export.archive import journal
 from pplx_export.archive.journal import journal_path
-from pplx_export.models import JSON
 from pplx_export.util.jsontext import dumps_indented, loads, loads_as
+from pplx_export.util.jsontypes import JSON
 
 try:
     import msgspec

@@ -10,10 +10,11 @@ here (its parent is probed instead), so a run that fails later leaves nothing be
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from pplx_export.errors import UsageError
+
+PROBE_PREFIX = ".pplx-write-probe-"
 
 
 class ArchiveUnwritable(UsageError):
@@ -33,11 +34,26 @@ def ensure_writable(root: Path) -> None:
     if not target.is_dir():
         _fail(root, "not a directory" if target == root else f"{target} is not a directory")
     try:
-        fd, probe = tempfile.mkstemp(prefix=".pplx-write-probe-", dir=target)
-        os.close(fd)
-        os.unlink(probe)
+        _probe(target)
     except OSError as exc:
         _fail(root, exc.strerror or type(exc).__name__)
+
+
+def _probe(directory: Path) -> None:
+    """Create and remove an empty file in `directory`; OSError when that fails.
+
+    Named from the pid, as util/atomic names its temp files, rather than by tempfile: every
+    writing command probes, and tempfile (which brings shutil and random) is a measurable
+    share of the start-up of a no-op `re-render --changed-only`."""
+    probe = os.path.join(directory, f"{PROBE_PREFIX}{os.getpid()}")
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # left by a killed run that had the same pid: a random name
+        import tempfile
+
+        fd, probe = tempfile.mkstemp(prefix=PROBE_PREFIX, dir=directory)
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _fail(root: Path, reason: str) -> None:

@@ -12,8 +12,8 @@ import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pplx_export.models import JSON
 from pplx_export.util.atomic import atomic_write_bytes
+from pplx_export.util.jsontypes import JSON
 from pplx_export.util.timefmt import format_utc
 
 log = logging.getLogger("pplx_export.variants")

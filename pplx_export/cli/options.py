@@ -29,9 +29,8 @@ import click
 from pplx_export.net.browsers import BROWSERS
 
 if TYPE_CHECKING:
-    from pplx_export.config import Config
+    from pplx_export.config import Account, Config
     from pplx_export.context import RunOptions
-    from pplx_export.models import Account
 
 BROWSER_SPEC = "BROWSER[+KEYRING][:PROFILE]"
 EXIT_SIGTERM = 128 + 15
@@ -309,8 +308,8 @@ def resolve_run_options(
 def _account(cfg: Config, name: str | None, uses_account: bool) -> Account:
     """The account a command works for. A command without `--account` (status, re-render)
     works on every account: a config it could not pick one from is no error there."""
+    from pplx_export.config import Account
     from pplx_export.errors import ConfigError
-    from pplx_export.models import Account
 
     try:
         return cfg.account(name)

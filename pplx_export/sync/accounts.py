@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 
+from pplx_export.config import Account
 from pplx_export.context import RunOptions
 from pplx_export.errors import AuthError
-from pplx_export.models import Account
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.session import open_session, runtime_for
 

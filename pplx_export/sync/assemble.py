@@ -12,17 +12,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pplx_export.archive.assets import local_files
 from pplx_export.archive.paths import thread_dir
-from pplx_export.archive.writer import WriteResult, write_thread
-from pplx_export.models import Conversation, LocalFile
 from pplx_export.renderer_version import RENDERER_VERSION
 
-ParseFn = Callable[..., Conversation]
-RenderFn = Callable[[Conversation, str, Sequence[LocalFile]], dict[str, str]]
-ReportFn = Callable[[Conversation, str, str], str]
+if TYPE_CHECKING:
+    from pplx_export.archive.writer import WriteResult
+    from pplx_export.models import Conversation, LocalFile
+
+# The writer and the data model are imported where a thread is rendered, not here: a no-op
+# `re-render --changed-only` needs `default_engine` (its version and flavour) and nothing else.
+ParseFn = Callable[..., "Conversation"]
+RenderFn = Callable[["Conversation", str, Sequence["LocalFile"]], dict[str, str]]
+ReportFn = Callable[["Conversation", str, str], str]
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,8 @@ def render_files(
     `directory` is where the thread is (or is about to be) written: its files (manifest,
     downloads under `assets/files/`) are what the pages link. The render itself never
     reads the disk; it is given the list."""
+    from pplx_export.archive.assets import local_files
+
     local = local_files(conv.assets, directory) if directory is not None else []
     files = dict(engine.render(conv, lang, local))
     if report_body is not None and conv.report is not None:
@@ -110,6 +115,8 @@ def export_conversation(
     `conv.assets[].downloaded_to` must already name the downloaded files (use
     `archive.writer.prepare_thread_dir` to learn the directory before downloading).
     """
+    from pplx_export.archive.writer import write_thread
+
     engine = engine or default_engine()
     # Without `dest`, the directory write_thread will settle on (older directories of the
     # thread are merged into it there); the online pipeline passes it, downloads done.

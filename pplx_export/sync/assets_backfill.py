@@ -44,6 +44,7 @@ from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES
 from pplx_export.archive.state import ERROR_MAX
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, archived_threads
+from pplx_export.config import Account
 from pplx_export.context import RunOptions
 from pplx_export.errors import (
     ApiError,
@@ -55,7 +56,7 @@ from pplx_export.errors import (
     PermissionDenied,
     SchemaError,
 )
-from pplx_export.models import JSON, Account, Asset
+from pplx_export.models import JSON, Asset
 from pplx_export.parse import final_asset_name, resolve_ext, row_from_thread_json
 from pplx_export.parse.assets import collect_assets, dest_name
 from pplx_export.parse.mode_tables import BLOCK_MODES

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pplx_export.archive.paths import iter_thread_dirs
-from pplx_export.config import Config, NetworkSettings
+from pplx_export.config import Account, Config, NetworkSettings
 from pplx_export.context import RunOptions
 from pplx_export.emulator import (
     DEFAULT_EMAIL,
@@ -29,7 +29,6 @@ from pplx_export.emulator import (
     SESSION_COOKIE,
     run_emulator,
 )
-from pplx_export.models import Account
 from pplx_export.perplexity.session import open_session
 from pplx_export.sync.batch import BatchFilters, BatchSummary, run_batch, run_index
 from pplx_export.sync.relations import RelationsResult, run_relations

@@ -20,8 +20,8 @@ from pplx_export.archive.scan import ThreadDirs
 from pplx_export.archive.state import BatchState
 from pplx_export.archive.sweep import sweep_temp_files, sweep_unfinished_dirs
 from pplx_export.archive.writer import prepare_thread_dir
+from pplx_export.config import Account
 from pplx_export.errors import SchemaError, UsageError
-from pplx_export.models import Account
 from pplx_export.parse import needs_blocks
 from pplx_export.parse.interruptions import WORKFLOW_NOTE
 from pplx_export.parse.last_updated import same_last_updated

@@ -30,10 +30,9 @@ import httpx
 import tomlkit
 from tomlkit.items import Table
 
-from pplx_export.config import Config, default_config_path
+from pplx_export.config import Account, Config, default_config_path
 from pplx_export.context import RunOptions
 from pplx_export.errors import ApiError, AuthError, TransportError, UsageError
-from pplx_export.models import Account
 from pplx_export.net.cookies import BrowserLoader
 from pplx_export.net.pacing import Clock
 from pplx_export.perplexity.api import PerplexityAPI

@@ -29,13 +29,12 @@ from typing import TYPE_CHECKING
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.paths import iter_thread_rels
 from pplx_export.archive.render_state import RenderState, is_fresh
-from pplx_export.archive.variants import append_variant_log, warn_variants
 from pplx_export.context import RunOptions
 from pplx_export.errors import DiskFull, UsageError
-from pplx_export.models import JSON
 from pplx_export.sync.assemble import Engine, default_engine, preload_engine
 from pplx_export.sync.progress import progress_reporter
 from pplx_export.sync.rerender_outcome import ThreadOutcome
+from pplx_export.util.jsontypes import JSON
 
 if TYPE_CHECKING:
     from pplx_export.sync.rerender_pool import WorkItem
@@ -162,10 +161,11 @@ def rerender(
             continue
         found.append((rel, state.get(rel), rel not in symlinked))
     todo: list[WorkItem] = []
-    # The pool, the search index and the relations journal are imported only when there is
-    # work: a no-op `--changed-only` run is mostly interpreter start-up, and they are most
-    # of its imports.
+    # The pool, the search index, the relations journal and the answer-variant log are
+    # imported only when there is work: a no-op `--changed-only` run is mostly interpreter
+    # start-up, and they are most of its imports.
     if found:
+        from pplx_export.archive.variants import append_variant_log, warn_variants
         from pplx_export.search.index import IndexUpdater
         from pplx_export.sync.relation_facts import FactsJournal
         from pplx_export.sync.rerender_pool import auto_jobs, outcomes

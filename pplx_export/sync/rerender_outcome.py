@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pplx_export.models import JSON
+from pplx_export.util.jsontypes import JSON
 
 if TYPE_CHECKING:
     from pplx_export.search.index import Fresh

@@ -32,9 +32,10 @@ from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.state import ERROR_MAX, BatchState
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, archived_threads
+from pplx_export.config import Account
 from pplx_export.context import RunOptions
 from pplx_export.errors import ApiError, AuthError, Interrupted, PermissionDenied, SchemaError
-from pplx_export.models import JSON, Account
+from pplx_export.models import JSON
 from pplx_export.sync.accounts import AccountSessions, AuthStreak, OpenApi, account_for
 from pplx_export.sync.progress import progress_reporter
 from pplx_export.util.timefmt import format_utc, parse_time

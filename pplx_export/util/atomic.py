@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import tempfile
 from pathlib import Path
 
 TEMP_PREFIX = ".pplx-tmp-"
@@ -90,7 +89,10 @@ def _create_temp(directory: str, mode: int | None) -> tuple[int, str]:
         Path(directory).mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, _O_TEMP, perm)
     except FileExistsError:
-        # Left by a killed process that had the same pid: a random name instead.
+        # Left by a killed process that had the same pid: a random name instead (tempfile is
+        # imported only here: it brings shutil and random, which most runs never need).
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
         os.fchmod(fd, perm & ~_UMASK)
     if mode is not None and mode & _UMASK:
