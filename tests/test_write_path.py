@@ -222,6 +222,26 @@ def test_rerender_redacts_in_the_bytes_with_the_earlier_tools_bytes(
     assert not list(thread.rglob(f"{TEMP_PREFIX}*"))
 
 
+@pytest.mark.parametrize("indent", [1, None])
+def test_other_layouts_are_redacted_in_their_encoding_without_a_tree_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, indent: int | None
+) -> None:
+    """An indented or ASCII-escaped raw file is rewritten in the earlier tool's layout: the
+    document is encoded (as it must be) and the tokens are taken out of those bytes."""
+    root, thread = _earlier_tool_archive(tmp_path)
+    before = {f.name: json.loads(f.read_bytes()) for f in thread.glob("raw_*.json")}
+    for f in thread.glob("raw_*.json"):
+        f.write_text(json.dumps(before[f.name], indent=indent))  # ensure_ascii: escaped
+        assert redact_token_bytes(f.read_bytes()) is None or indent is None
+    monkeypatch.setattr(writer, "redact_tokens", lambda doc: pytest.fail("tree walk"))
+    summary = rerender(root, jobs=1)
+    assert summary.failed == 0 and summary.redacted_tokens >= 1
+    for name, doc in before.items():
+        want, count = redact_tokens(doc)
+        if count:
+            assert (thread / name).read_bytes() == dump_raw(want)
+
+
 # --- the no-op run ---
 
 NOOP_PROBE = """

@@ -476,6 +476,11 @@ def _write_raw(
         if redact:
             on_disk = raw_bytes.get(rel) if raw_bytes is not None and source == "offline" else None
             in_place = redact_token_bytes(on_disk) if on_disk is not None else None
+            if in_place is None:
+                # Not the bytes json.dumps writes (or no bytes): encode the document, which
+                # is needed anyway, and redact those bytes; a walk of the tree for tokens
+                # costs as much again. The walk remains for what the byte scan declines.
+                in_place = redact_token_bytes(dump_raw(doc))
             if in_place is not None:
                 data, count = in_place
             else:

@@ -92,6 +92,13 @@ class Shown:
         word = line.strip()
         if not word:
             return True
+        # Once the page's squashed lines are indexed, a whole line found there is one hash
+        # lookup; the substring scans below cost a pass over the page each (council pages
+        # check every line of every model's answer).
+        if self._lines is not None:
+            sq = atom(line)
+            if not sq or (len(sq) >= SQUASH_SURE and sq in self._lines):
+                return True
         # The line itself on the page as a whole word (C substring scans) settles most
         # checks with no squashing at all: longer than any layout tag and not cut at one, it
         # passes both rules below (an app-only link is rewritten on the page: not here).

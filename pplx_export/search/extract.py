@@ -56,6 +56,21 @@ _NOISE = re.compile(
     re.VERBOSE,
 )
 _CONTAINERS = frozenset({str, dict, list})
+# Whether a key is skipped, per key seen: payload keys are a small vocabulary met hundreds
+# of thousands of times per thousand threads. Bounded, for payloads whose keys are data.
+_SKIPPED: dict[str, bool] = {}
+_SKIPPED_MAX = 4096
+
+
+def _skipped(key: object) -> bool:
+    if type(key) is not str:
+        return False
+    known = _SKIPPED.get(key)
+    if known is None:
+        known = key in _SKIP_KEYS or key.endswith(_SKIP_SUFFIXES)
+        if len(_SKIPPED) < _SKIPPED_MAX:
+            _SKIPPED[key] = known
+    return known
 
 
 @dataclass
@@ -114,6 +129,7 @@ def _strings(value: Any, seen: set[str]) -> list[str]:
     stack: list[Any] = [value]
     pop = stack.pop
     push = stack.append
+    known = _SKIPPED.get
     while stack:
         item = pop()
         kind = type(item)
@@ -129,10 +145,10 @@ def _strings(value: Any, seen: set[str]) -> list[str]:
         elif kind is dict:
             # Reversed onto the stack: the strings come out in document order.
             for key, child in reversed(item.items()):
-                if key in _SKIP_KEYS or (type(key) is str and key.endswith(_SKIP_SUFFIXES)):
-                    continue
                 if type(child) in _CONTAINERS:
-                    push(child)
+                    skip = known(key)
+                    if not (_skipped(key) if skip is None else skip):
+                        push(child)
         elif kind is list:
             for child in reversed(item):
                 if type(child) in _CONTAINERS:

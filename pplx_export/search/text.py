@@ -51,7 +51,9 @@ _JOINED = re.compile(r"(?<![\w\"])\w+(?:[-.'/]\w+)+")
 
 def segment(text: str) -> str:
     """`text` with a space at every CJK token boundary (unchanged without CJK)."""
-    if text.isascii():
+    if text.isascii() or _HAS_CJK.search(text) is None:
+        # Most non-ASCII prose is a dash or a curly quote away from ASCII: one scan for a
+        # CJK character is much cheaper than the two lookbehind passes below.
         return text
     # Two passes inserting a literal space at empty matches (a template or a callback
     # would run Python code per character): after every CJK character followed by a word
