@@ -25,6 +25,12 @@ NOT_IMPORTED = (
     "pplx_export.net.pacing",
     "tomlkit",
     "tempfile",
+    # Nor the network, the search index or the worker pool.
+    "httpx",
+    "email.utils",
+    "rich.progress",
+    "pplx_export.search.index",
+    "pplx_export.sync.rerender_pool",
 )
 
 PROBE = """

@@ -240,38 +240,3 @@ def test_other_layouts_are_redacted_in_their_encoding_without_a_tree_walk(
         want, count = redact_tokens(doc)
         if count:
             assert (thread / name).read_bytes() == dump_raw(want)
-
-
-# --- the no-op run ---
-
-NOOP_PROBE = """
-import sys
-from pplx_export.cli.export import run
-sys.argv = ["pplx-export", "re-render", "--changed-only", "-q", "--out", sys.argv[1]]
-try:
-    run()
-except SystemExit as exc:
-    assert not exc.code, exc.code
-heavy = ["httpx", "rich.progress", "pplx_export.parse", "pplx_export.render",
-         "pplx_export.search.index", "pplx_export.sync.rerender_pool", "email.utils"]
-print(" ".join(m for m in heavy if m in sys.modules))
-"""
-
-
-def test_a_noop_changed_only_run_imports_no_network_parser_or_index(tmp_path: Path) -> None:
-    """A `--changed-only` run with nothing to do is mostly interpreter start-up: it must not
-    import the HTTP client, the parser, the renderer, the search index or the worker pool."""
-    import subprocess
-    import sys
-
-    root, _ = _earlier_tool_archive(tmp_path)
-    assert rerender(root, jobs=1).written == 1
-    out = subprocess.run(
-        [sys.executable, "-c", NOOP_PROBE, str(root)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tmp_path,
-    )
-    assert out.stdout.strip() == ""
-    assert rerender(root, jobs=1, changed_only=True).skipped == 1
