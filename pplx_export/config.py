@@ -232,21 +232,26 @@ def load_config(
     doc: TOMLDocument | None = None
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except tomllib.TOMLDecodeError as exc:
         # tomlkit decides, as it always has: its error names the line, and whatever it
         # accepts (if anything tomllib refuses) loads as before.
-        doc = _parse_doc(path, text)
+        doc = _parse_doc(path, text, str(exc))
         data = doc.unwrap()
     return _from_data(Config(path=path, exists=True, text=text, _doc=doc), data)
 
 
-def _parse_doc(path: Path, text: str) -> TOMLDocument:
-    from tomlkit.exceptions import ParseError
+def _parse_doc(path: Path, text: str, reason: str = "") -> TOMLDocument:
+    """The round-trip document of `text`; a one-line ConfigError when it is not valid TOML
+    (`reason`: what tomllib said of it, which names the place where tomlkit's errors other
+    than a parse error, such as a key defined twice, do not)."""
+    from tomlkit.exceptions import ParseError, TOMLKitError
 
     try:
         doc: TOMLDocument = _tomlkit().parse(text)
     except ParseError as exc:
         raise ConfigError(f"cannot parse config file {path}, line {exc.line}: {exc}") from None
+    except TOMLKitError as exc:
+        raise ConfigError(f"cannot parse config file {path}: {reason or exc}") from None
     return doc
 
 

@@ -58,6 +58,18 @@ def test_parse_error_names_file_and_line(tmp_path: Path) -> None:
         load_config(bad)
 
 
+def test_a_key_defined_twice_is_a_one_line_error_with_its_place(tmp_path: Path) -> None:
+    """tomlkit reports a duplicate key with an error that is not a parse error (and no
+    line): it used to escape as an internal error. The place comes from tomllib."""
+    bad = tmp_path / "dup.toml"
+    bad.write_text('[accounts.maya]\nemail = "a@example.com"\nemail = "b@example.com"\n')
+    with pytest.raises(ConfigError, match=r"dup\.toml: .*line 3"):
+        load_config(bad)
+    result = CliRunner().invoke(main, ["status", "--config", str(bad)])
+    assert result.exit_code == 2
+    assert "cannot parse config file" in result.output and "Traceback" not in result.output
+
+
 def test_accounts_root_and_network(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text(SAMPLE)
