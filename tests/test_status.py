@@ -222,6 +222,19 @@ def test_status_is_read_only_with_a_corrupt_state(
     assert path.read_text() == "{not json"
 
 
+def test_status_without_a_state_file_says_it_is_missing_not_corrupt(
+    archive: tuple[Path, Path], no_network: None
+) -> None:
+    root, cfg = archive
+    state_path(root).unlink()
+    doc = collect_status(root, load_config(cfg), now=NOW)
+    assert doc["state"]["corrupt"] is False and doc["state"]["rebuilt_from_disk"] is True
+    assert doc["state"]["counts"]["ok"] == 3  # rebuilt in memory from the thread dirs
+    assert not state_path(root).exists()  # read-only
+    result = CliRunner().invoke(main, ["status", "--config", str(cfg), "--out", str(root)])
+    assert "no batch state file yet" in result.stdout and "corrupt" not in result.stdout
+
+
 def test_status_on_a_missing_archive_says_so(no_network: None, tmp_path: Path) -> None:
     """Not a table of zeros: a wrong path (a cron job in another directory) is exit 2."""
     result = CliRunner().invoke(main, ["status", "--json", "--out", str(tmp_path / "none")])

@@ -187,7 +187,10 @@ def collect_status(
         "accounts": accounts,
         "state": {
             "file_exists": state.path.is_file(),
-            "corrupt": state.rebuilt,
+            # Rebuilt from the thread directories: because the file is corrupt, or (an
+            # archive no batch has run on, e.g. the earlier tool's) because there is none.
+            "corrupt": state.corrupt_copy is not None,
+            "rebuilt_from_disk": state.rebuilt,
             "legacy_format": state.legacy,
             "counts": state.counts(),
             "not_in_any_index": sum(1 for uuid in state.threads if uuid not in indexed),
@@ -255,6 +258,8 @@ def print_status(doc: dict[str, Any], console: Console) -> None:
     st = doc["state"]
     if st["corrupt"]:
         say("batch state file is corrupt: counts come from the thread directories")
+    elif st["rebuilt_from_disk"]:
+        say("no batch state file yet: counts come from the thread directories")
     if st["not_in_any_index"]:
         say(f"{st['not_in_any_index']} state records match no index row")
     for acc in doc["accounts"]:
