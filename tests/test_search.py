@@ -444,6 +444,34 @@ def test_rerender_indexes_from_the_workers_parse_without_reading_threads_again(
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
+def test_the_index_signatures_are_asked_batch_by_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    """The parent never holds the signature of every thread of the archive (~18 MB at
+    50,000): it asks for those of each batch of work as it hands the batch out."""
+    from pplx_export.sync import rerender_pool
+
+    root = tmp_path / "archive"
+    shutil.copytree(FIXTURES, root)
+    rerender(root, jobs=1)
+    rels = index.thread_rels(root)
+    asked: list[list[str]] = []
+    real = index.IndexUpdater.signatures
+
+    def spy(self: index.IndexUpdater, batch: list[str]) -> dict[str, str]:
+        asked.append(list(batch))
+        held = real(self, batch)
+        assert set(held) == set(batch)  # every thread of this archive is indexed
+        return held
+
+    monkeypatch.setattr(index.IndexUpdater, "signatures", spy)
+    monkeypatch.setattr(rerender_pool, "SERIAL_BATCH", 3)
+    assert rerender(root, jobs=jobs).failed == 0
+    assert sorted(r for batch in asked for r in batch) == sorted(rels)
+    assert len(asked) > 1 and max(map(len, asked)) < len(rels)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
 def test_a_first_rerender_builds_the_index_from_its_own_parse(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
 ) -> None:

@@ -26,7 +26,7 @@ import sqlite3
 import sys
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -64,6 +64,8 @@ EXTRACT_VERSION = "1"
 # every turn, step and source) until it writes them: at 200, a first render of 6,000
 # corpus threads peaked at 80 MiB in the parent, at 50 at 60 MiB, for 1-2% more CPU.
 CHUNK = 50
+# Directories per signature query (SQLite allows 999 parameters before 3.32).
+_LOOKUP_BATCH = 500
 # `rebuild` workers: one per CPU, at most MAX_JOBS, each with MIN_SHARE threads or more
 # (starting one costs about what parsing a few dozen threads does).
 MAX_JOBS = 8
@@ -438,11 +440,12 @@ class IndexUpdater:
     """`update_threads` fed one thread at a time, one transaction per `chunk` threads, for a
     long run (re-render): `add(rel)` for each thread written, `close()` at the end.
 
-    `indexed()` gives the signature the index holds for each directory, so that re-render
-    workers, which have the thread parsed already, compute the rows of a thread whose files
-    changed (`fresh_rows`) and hand them to `add(rel, rows)`: this process then only writes
-    them. A thread handed as `fresh` is current and costs nothing; one handed with neither
-    is checked and, if need be, read again here.
+    `signatures(rels)` gives the signature the index holds for each directory (when
+    `usable()`), so that re-render workers, which have the thread parsed already, compute
+    the rows of a thread whose files changed (`fresh_rows`) and hand them to
+    `add(rel, rows)`: this process then only writes them. A thread handed as `fresh` is
+    current and costs nothing; one handed with neither is checked and, if need be, read
+    again here.
 
     Without a usable database the threads are not indexed one by one: `close()` builds the
     index from the whole archive once the run is over (not while its workers still share
@@ -458,14 +461,17 @@ class IndexUpdater:
         self.stats = IndexStats()
         self.build_at_close = False
         self.created = False
+        self._reader: sqlite3.Connection | None = None  # for `signatures`, from `usable`
 
-    def indexed(self) -> dict[str, str] | None:
-        """Directory -> signature of every thread in the index; None when there is no
-        usable index (it is then built at `close()`, and workers need not compute rows).
-        Without a database an empty one is made now: the run's workers then compute every
-        thread's rows from the parse they do anyway, and nothing is parsed twice."""
+    def usable(self) -> bool:
+        """True when the index can be updated thread by thread, and so workers should
+        compute the rows of the threads whose signature (`signatures`) is not current;
+        False when there is no usable index (it is then built at `close()`, and workers
+        need not compute rows). Without a database an empty one is made now: the run's
+        workers then compute every thread's rows from the parse they do anyway, and
+        nothing is parsed twice."""
         if not self.enabled:
-            return None
+            return False
         try:
             conn = open_for_update(self.root)
         except FileNotFoundError:
@@ -474,22 +480,37 @@ class IndexUpdater:
             except (sqlite3.Error, OSError) as exc:
                 log.debug("search index: no empty database made (%s)", exc)
                 self.build_at_close = True
-                return None
+                return False
             log.info("search index: building %s as the threads are rendered", db_path(self.root))
             self.created = True
-            return {}
+            return True
         except (IndexDamaged, sqlite3.Error, OSError):
             self.build_at_close = True
-            return None
+            return False
+        self._reader = conn
+        return True
+
+    def signatures(self, rels: Sequence[str]) -> dict[str, str]:
+        """Directory -> the signature the index holds, for the directories `rels` (those it
+        does not hold are left out). Asked per batch of work as it is handed out, not for
+        the whole archive at once: 50,000 signatures held for a run cost ~18 MB. Each query
+        is a short read of its own (the writes of `add` go through other connections). A
+        failed lookup gives {}: the workers then compute those threads' rows, which is
+        more work, never a wrong index."""
+        conn = self._reader
+        if conn is None or not rels:
+            return {}
+        out: dict[str, str] = {}
         try:
-            return {
-                str(d): str(sig) for d, sig in conn.execute("SELECT dir, signature FROM threads")
-            }
-        except sqlite3.Error:
-            self.build_at_close = True
-            return None
-        finally:
-            conn.close()
+            for i in range(0, len(rels), _LOOKUP_BATCH):
+                batch = list(rels[i : i + _LOOKUP_BATCH])
+                marks = ",".join("?" * len(batch))
+                query = f"SELECT dir, signature FROM threads WHERE dir IN ({marks})"
+                out.update((str(d), str(sig)) for d, sig in conn.execute(query, batch))
+        except sqlite3.Error as exc:
+            log.debug("search index: signatures not read (%s)", exc)
+            return {}
+        return out
 
     def add(self, rel: str, rows: Fresh | None = None, *, fresh: bool = False) -> None:
         if not self.enabled or self.build_at_close or fresh:
@@ -511,6 +532,9 @@ class IndexUpdater:
         self.stats.merge(_update(self.root, pending, jobs=1))
 
     def close(self) -> IndexStats:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         if not self.enabled:
             return self.stats
         self.flush()

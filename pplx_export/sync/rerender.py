@@ -37,7 +37,7 @@ from pplx_export.sync.rerender_outcome import ThreadOutcome
 from pplx_export.util.jsontypes import JSON
 
 if TYPE_CHECKING:
-    from pplx_export.sync.rerender_pool import WorkItem
+    from pplx_export.sync.rerender_pool import Found
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ def rerender(
     if on_total:
         on_total(len(rels))
     prefix = str(root) + os.sep
-    found: list[tuple[str, JSON | None, bool]] = []
+    found: list[Found] = []
     for rel in rels:
         if changed_only and is_fresh(
             state.get(rel), prefix + rel, engine.version, lang, engine.flavor
@@ -160,7 +160,6 @@ def rerender(
                 on_progress(o)
             continue
         found.append((rel, state.get(rel), rel not in symlinked))
-    todo: list[WorkItem] = []
     # The pool, the search index, the relations journal and the answer-variant log are
     # imported only when there is work: a no-op `--changed-only` run is mostly interpreter
     # start-up, and they are most of its imports.
@@ -171,18 +170,19 @@ def rerender(
         from pplx_export.sync.rerender_pool import auto_jobs, outcomes
 
         search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
-        # What the index holds, so that workers compute rows only for threads that changed.
-        indexed = search_index.indexed()
-        todo = [(*item, None if indexed is None else indexed.get(item[0], "")) for item in found]
+        # What the index holds (asked chunk by chunk), so that workers compute rows only for
+        # threads that changed.
+        held = search_index.signatures if search_index.usable() else None
         facts = FactsJournal(root)  # relation facts of changed threads, for `relations`
         if jobs == 0:
-            jobs = auto_jobs(len(todo))
+            jobs = auto_jobs(len(found))
         if jobs > 1:
             preload_engine()  # before the fork, so no worker imports them again
-        rendered = outcomes(root, todo, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine)
-    del found
+        rendered = outcomes(
+            root, found, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine, signatures=held
+        )
     try:
-        for o in rendered if todo else ():
+        for o in rendered if found else ():
             if o.disk_full:
                 # Every later write would fail the same way: stop at once, one line.
                 raise DiskFull(o.disk_full)
@@ -205,10 +205,10 @@ def rerender(
                 on_progress(o)
             if not dry_run and summary.total % STATE_CHECKPOINT == 0:
                 _disk_full_is_one_line(recorded.flush)
-        if todo:
+        if found:
             search_index.close()
     finally:
-        if todo:
+        if found:
             facts.close()
         if not dry_run:
             _disk_full_is_one_line(lambda: recorded.compact(keep=present))

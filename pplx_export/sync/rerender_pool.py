@@ -30,9 +30,14 @@ from pplx_export.sync.rerender_outcome import ThreadOutcome
 from pplx_export.sync.rerender_thread import rerender_thread
 
 T = TypeVar("T")
-# (directory relative to root, its render_state record, reached without a symlink, the
-# signature the search index holds for it: "" none, None no index to keep current)
+# (directory relative to root, its render_state record, reached without a symlink)
+Found = tuple[str, "JSON | None", bool]
+# A Found and the signature the search index holds for the directory ("" none, None no
+# index to keep current): looked up per chunk as the work is handed out (`Signatures`).
 WorkItem = tuple[str, "JSON | None", bool, "str | None"]
+Signatures = Callable[[list[str]], dict[str, str]]
+# Threads per batch of a one-process run (one signature query each).
+SERIAL_BATCH = 64
 # `--jobs 0` (the default) runs one worker per available CPU, at most MAX_AUTO_JOBS (past
 # that the disk, not the CPU, is the limit, and every worker holds its own ~30 MiB), and
 # only when each worker gets at least MIN_AUTO_SHARE threads: starting a worker costs about
@@ -56,19 +61,23 @@ def auto_jobs(todo: int) -> int:
 
 def outcomes(
     root: Path,
-    todo: list[WorkItem],
+    todo: list[Found],
     *,
     lang: str,
     dry_run: bool,
     jobs: int,
     engine: Engine | None,
+    signatures: Signatures | None = None,
 ) -> Iterator[ThreadOutcome]:
     """Render every item of `todo`, in `jobs` worker processes when there is more than one,
-    and yield the outcomes in the order of `todo`."""
+    and yield the outcomes in the order of `todo`. `signatures`: the search index's
+    signatures of some directories (None: no index to keep current)."""
     work = partial(_work, root, lang=lang, dry_run=dry_run, engine=engine)
+    items = partial(_work_items, signatures)
     jobs = min(jobs, len(todo))
     if jobs <= 1:
-        yield from map(work, todo)
+        for i in range(0, len(todo), SERIAL_BATCH):
+            yield from map(work, items(todo[i : i + SERIAL_BATCH]))
         return
     # Frozen objects are left out of the workers' garbage collections, which would otherwise
     # touch (and so copy) every page they inherited from the parent.
@@ -85,11 +94,13 @@ def outcomes(
         # takes them, and when the parent is the slower side (it writes the search index)
         # an unbounded queue grew by ~4 KiB per thread of the archive.
         chunks = iter(guided_chunks(todo, jobs))
-        futures = deque(pool.submit(_run_chunk, work, c) for c in islice(chunks, jobs * IN_FLIGHT))
+        futures = deque(
+            pool.submit(_run_chunk, work, items(c)) for c in islice(chunks, jobs * IN_FLIGHT)
+        )
         while futures:  # popped as consumed: a finished chunk's outcomes are not kept
             done = futures.popleft()
             for chunk in islice(chunks, 1):
-                futures.append(pool.submit(_run_chunk, work, chunk))
+                futures.append(pool.submit(_run_chunk, work, items(chunk)))
             yield from done.result()
     finally:
         # On an error or Ctrl-C the chunks no worker has started are dropped, not rendered.
@@ -111,6 +122,14 @@ def guided_chunks(items: list[T], jobs: int, *, cap: int = 64, least: int = 4) -
         chunks.append(items[i : i + size])
         i += size
     return chunks
+
+
+def _work_items(signatures: Signatures | None, found: list[Found]) -> list[WorkItem]:
+    """`found` with the search index's signature of each directory."""
+    if signatures is None:
+        return [(*item, None) for item in found]
+    held = signatures([item[0] for item in found])
+    return [(*item, held.get(item[0], "")) for item in found]
 
 
 def _run_chunk(
