@@ -146,6 +146,8 @@ def _strings(value: Any, seen: set[str]) -> list[str]:
             # Reversed onto the stack: the strings come out in document order.
             for key, child in reversed(item.items()):
                 if type(child) in _CONTAINERS:
+                    # The cache looked up inline (a call per key is most of the cost);
+                    # `_skipped` decides, and fills it, for a key not seen yet.
                     skip = known(key)
                     if not (_skipped(key) if skip is None else skip):
                         push(child)
