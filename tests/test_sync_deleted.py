@@ -114,6 +114,20 @@ def test_confirmed_deletion_is_tombstoned_and_files_stay(env: E2E) -> None:
     assert again["candidates"] == [] and env.stats()["total"] == 0
 
 
+def test_a_temp_file_of_a_killed_run_goes_even_with_no_candidate_left(env: E2E) -> None:
+    """A run killed while saving the state after its last tombstone leaves a temp file in
+    index/ and no candidate: the next online run removes it all the same (the offline
+    listing writes nothing, so it leaves it)."""
+    torn = env.out / "index" / ".pplx-tmp-99999-8"
+    torn.write_text("{")
+    assert env.cli("sync-deleted").exit_code == 0
+    assert torn.exists()
+    result = env.cli("sync-deleted", "--online", "--json")
+    assert result.exit_code == 0, result.output
+    assert _json(result.stdout)["candidates"] == []
+    assert not torn.exists()
+
+
 def test_a_tombstone_is_never_overwritten(env: E2E) -> None:
     env.emu.mutate(expire=SEARCH_UUID)
     _drop_from_index(env, SEARCH_UUID)

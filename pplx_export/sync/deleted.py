@@ -172,14 +172,16 @@ def run_sync_deleted(
     started = time.monotonic()
     result = DeletedResult(root=opts.out, online=online)
     with archive_lock(opts.out, opts.held_locks):
+        if online:
+            # A run killed while saving the state left its temp file in index/ (perhaps
+            # after its last tombstone, so this run may find no candidate: swept first).
+            sweep_temp_files(opts.out / INDEX_DIR, recursive=False)
         state = BatchState.load(opts.out, repair=online)  # offline: read-only
         result.candidates, result.indexes, result.reason = find_candidates(
             opts.out, state, limit=limit
         )
         if not online or not result.candidates:
             return result
-        # A run killed while saving the state left its temp file in index/.
-        sweep_temp_files(opts.out / INDEX_DIR, recursive=False)
         with AccountSessions(opts, open_api) as sessions:
             before = sessions.requests_made
             try:
