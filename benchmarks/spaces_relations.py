@@ -133,7 +133,7 @@ def child(kind: str, root: Path) -> None:
         # What `batch` leaves: rendered threads, their facts in the journal, no snapshot.
         (root / "index" / "relations_cache.json").unlink(missing_ok=True)
         (root / "index" / "relations_cache.jsonl").unlink(missing_ok=True)
-        (root / "index" / "render_state.json").unlink(missing_ok=True)
+        (root / "index" / "rendered.jsonl").unlink(missing_ok=True)
         rerender(root)
         shutil.copyfile(root / "index" / "relations_cache.jsonl", journal_copy)
         print(json.dumps({"seconds": 0.0}))

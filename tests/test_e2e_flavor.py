@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pplx_export.archive.render_state import load_state
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 from tests.e2e_support import E2E, FIXTURES, thread_dirs
 
@@ -115,6 +116,4 @@ def test_spaces_and_relations_pages_follow_the_flavour(e2e: E2E) -> None:
 
 
 def _render_state(env: E2E) -> dict[str, dict[str, str]]:
-    path = env.out / "index" / "render_state.json"
-    threads: dict[str, dict[str, str]] = json.loads(path.read_text("utf-8"))["threads"]
-    return threads
+    return load_state(env.out)

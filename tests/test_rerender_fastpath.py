@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.archive.render_state import STATE_NAME
+from pplx_export.archive.render_state import load_state
 from pplx_export.sync.rerender import rerender
 from tests.archive_fakes import snapshot
 
@@ -38,7 +38,7 @@ def _a_thread(root: Path) -> Path:
 
 
 def test_state_records_an_outputs_stamp(archive: Path) -> None:
-    threads = json.loads((archive / STATE_NAME).read_text())["threads"]
+    threads = load_state(archive)
     assert threads and all(len(entry.get("outputs", "")) == 64 for entry in threads.values())
 
 
@@ -123,7 +123,7 @@ def test_token_written_into_a_recorded_raw_file_is_still_redacted(archive: Path)
     s = rerender(archive)
     assert s.redacted_tokens == 1
     assert "live-token" not in path.read_text(encoding="utf-8")
-    state = json.loads((archive / STATE_NAME).read_text())["threads"]
+    state = load_state(archive)
     rel = d.relative_to(archive).as_posix()
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert state[rel]["files"]["raw_entries.json"][2] == digest

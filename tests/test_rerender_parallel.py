@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,17 @@ FIXTURES = Path(__file__).parent / "fixtures" / "archive"
 @pytest.mark.parametrize("jobs", [1, 2, 3, 8])
 def test_guided_chunks_cover_everything_in_order_and_shrink(n: int, jobs: int) -> None:
     items = list(range(n))
-    chunks = guided_chunks(items, jobs)
+    taken: list[int] = []
+
+    def source() -> Iterator[int]:
+        for i in items:
+            taken.append(i)  # how far the chunks have read
+            yield i
+
+    chunks: list[list[int]] = []
+    for chunk in guided_chunks(source(), n, jobs):
+        assert len(taken) == sum(len(c) for c in chunks) + len(chunk)  # read as asked for
+        chunks.append(chunk)
     assert [i for c in chunks for i in c] == items
     assert all(0 < len(c) <= 64 for c in chunks)
     # Sizes never grow, so the last chunks (the ones the workers finish on) are small.

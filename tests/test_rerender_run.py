@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pplx_export.archive.render_state import STATE_NAME
+from pplx_export.archive.render_state import STATE_NAME, load_state
 from pplx_export.cli.export import main
 from pplx_export.models import Conversation
 from pplx_export.sync import rerender as rerender_mod
@@ -179,7 +179,7 @@ def test_interrupt_keeps_finished_threads_in_state(archive: Path) -> None:
     engine = Engine(FAKE_ENGINE.parse, _render_interrupted, FAKE_ENGINE.render_report, "fake-1")
     with pytest.raises(KeyboardInterrupt):
         rerender(archive, engine=engine)
-    state = json.loads((archive / STATE_NAME).read_text())["threads"]
+    state = load_state(archive)
     assert len(state) == 2 and not [p for p in state if "second" in p]
     s = rerender(archive, engine=FAKE_ENGINE, changed_only=True)
     assert (s.skipped, s.written) == (2, 1)

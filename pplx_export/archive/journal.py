@@ -1,4 +1,4 @@
-"""An append-only journal of changes next to a JSON snapshot (`batch_state`, `render_state`).
+"""An append-only journal of changes next to a snapshot (`batch_state`, `rendered.jsonl`).
 
 Rewriting a whole state file after every change costs O(N) bytes per change (2.9 MB per
 exported thread at 10,000 threads). Instead each change is one JSON line appended to
@@ -185,6 +185,12 @@ class Writer:
             self._open()
         return self._write(payload)
 
+    def tell(self) -> int:
+        """Where the next append will start (opening or starting the journal first)."""
+        if self.size < 0:
+            self._open()
+        return self.size
+
     def _open(self) -> None:
         """Start a journal for `base`, or continue the one on disk (cutting a torn tail)."""
         try:
@@ -289,6 +295,7 @@ def latest_offsets(path: Path, base: str) -> dict[str, int] | None:
         for number, line in enumerate(iter(fh.readline, b""), 1):
             here, offset = offset, offset + len(line)
             if not line.endswith(b"\n"):
+                log.debug("%s: the last line is unfinished; ignored", path)
                 break  # torn
             try:
                 obj = json.loads(line)

@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Container
+from collections.abc import Container, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -169,14 +169,54 @@ def is_thread_dir_name(name: str) -> bool:
     return not name.startswith(".") and not name.startswith(TEMP_PREFIX)
 
 
-def _subdirs(path: str) -> list[os.DirEntry[str]]:
+# (`⟨account⟩/⟨mode⟩/⟨dir⟩`, its path, reached through a symlink at any of the three levels)
+Candidate = tuple[str, str, bool]
+
+
+def _names(path: str) -> tuple[list[str], set[str]]:
+    """The sorted names of the directories in `path` (hidden ones left out) and which of
+    them are symlinks: names only, as a directory of 50,000 threads would otherwise hold a
+    DirEntry (with its path) per thread."""
+    names: list[str] = []
+    links: set[str] = set()
     try:
         with os.scandir(path) as it:
-            return sorted(
-                (e for e in it if e.is_dir() and not e.name.startswith(".")), key=lambda e: e.name
-            )
+            for e in it:
+                if e.is_dir() and not e.name.startswith("."):
+                    names.append(e.name)
+                    if e.is_symlink():
+                        links.add(e.name)
     except (FileNotFoundError, NotADirectoryError):
-        return []
+        pass
+    names.sort()
+    return names, links
+
+
+def walk_thread_dirs(root: Path) -> Iterator[Candidate]:
+    """Every directory that may hold a thread (`⟨account⟩/⟨mode⟩/⟨dir⟩`, as named by
+    `is_thread_dir_name`), in order of (account, mode, dir), holding the names of one
+    directory at a time. Whether it holds a thread is the caller's question
+    (`has_thread_files`, or a record of it)."""
+    top = str(root)
+    accounts, linked_accounts = _names(top)
+    for account in accounts:
+        if account in RESERVED_TOP:
+            continue
+        account_path = os.path.join(top, account)
+        modes, linked_modes = _names(account_path)
+        for mode in modes:
+            mode_path = os.path.join(account_path, mode)
+            above = account in linked_accounts or mode in linked_modes
+            names, links = _names(mode_path)
+            for name in names:
+                if is_thread_dir_name(name):
+                    rel = f"{account}/{mode}/{name}"
+                    yield rel, f"{mode_path}/{name}", above or name in links
+
+
+def has_thread_files(path: str) -> bool:
+    """Does the directory hold a thread.json or a raw_entries.json?"""
+    return os.path.isfile(path + "/thread.json") or os.path.isfile(path + "/raw_entries.json")
 
 
 def iter_thread_rels(
@@ -193,24 +233,11 @@ def iter_thread_rels(
     whoever reads it, not silently passed over.
     """
     found: list[str] = []
-    for account in _subdirs(str(root)):
-        if account.name in RESERVED_TOP:
-            continue
-        for mode in _subdirs(account.path):
-            for d in _subdirs(mode.path):
-                if not is_thread_dir_name(d.name):
-                    continue
-                rel = f"{account.name}/{mode.name}/{d.name}"
-                if (
-                    rel in known
-                    or os.path.isfile(d.path + "/thread.json")
-                    or os.path.isfile(d.path + "/raw_entries.json")
-                ):
-                    found.append(rel)
-                    if symlinked is not None and (
-                        account.is_symlink() or mode.is_symlink() or d.is_symlink()
-                    ):
-                        symlinked.add(rel)
+    for rel, path, linked in walk_thread_dirs(root):
+        if rel in known or has_thread_files(path):
+            found.append(rel)
+            if symlinked is not None and linked:
+                symlinked.add(rel)
     return found
 
 

@@ -1,4 +1,4 @@
-"""`index/render_state.json`: what each thread directory was last rendered from.
+"""`index/rendered.jsonl`: what each thread directory was last rendered from.
 
 `re-render --changed-only` skips a thread when its renderer version, language and flavour
 (github/obsidian; a record without one was rendered as github) match and
@@ -6,38 +6,49 @@ every input file (raw files, the stored report body, thread.json, the assets man
 unchanged. Like git's index, a file whose size and mtime match the record is trusted without
 reading it; otherwise its SHA-256 decides (a `touch` alone does not force a render). The
 inputs are fingerprinted after the render, so the rewritten thread.json is the recorded one.
+The file is derived state: losing it only costs one full re-render.
 
-Layout: `{"format": 1, "threads": {"⟨account⟩/⟨mode⟩/⟨dir⟩": {"renderer": V, "lang": L,
-"flavor": F, "files": {"raw_entries.json": [size, mtime_ns, sha256], ...},
-"outputs": STAMP}}}`. The file is derived state: losing it only costs one full re-render.
+A record: `{"renderer": V, "lang": L, "flavor": F, "files": {"raw_entries.json": [size,
+mtime_ns, sha256], ...}, "page": [size, mtime_ns], "outputs": STAMP}`. `outputs` (optional)
+is one digest over every derived file the render put (name, size, mtime_ns, bytes) and the
+size and mtime of `turns/`. A full re-render whose rendered bytes and on-disk stats give the
+same stamp knows every derived file already holds those bytes without reading one (the same
+size+mtime trust as above), and that `turns/` holds no stale file (adding or removing one
+changes the directory's mtime); any difference falls back to reading and comparing file by
+file.
 
-`outputs` (optional) is one digest over every derived file the render put (name, size,
-mtime_ns, bytes) and the size and mtime of `turns/`. A full re-render whose rendered bytes
-and on-disk stats give the same stamp knows every derived file already holds those bytes
-without reading one (the same size+mtime trust as above), and that `turns/` holds no stale
-file (adding or removing one changes the directory's mtime); any difference falls back to
-reading and comparing file by file. One digest per thread rather than one per file keeps
-this file, which every `--changed-only` run loads, small.
+Layout: a header line `{"rendered": 2, "id": ⟨random hex⟩}`, then one line per directory,
+`⟨the directory as a JSON string⟩ TAB ⟨its record, compact JSON⟩`, sorted by (account, mode,
+directory): the order in which `archive/paths.walk_thread_dirs` lists an archive. A run
+never loads the file: it reads it alongside the listing, one line per directory
+(`RenderState.join`), so its memory does not grow with the archive (the earlier
+`render_state.json`, one JSON object, had to be held whole: ~600 bytes per thread, 30 MB at
+50,000; it is read once and replaced by the first run that writes).
 
-A render records each thread in `index/render_state.journal` (archive/journal.py: one line
-per thread, appended and fsynced every few hundred threads) rather than rewriting this file;
-the end of the run folds the journal back in. Loading replays the journal over the file.
+A render appends its records to `index/rendered.journal` (archive/journal.py: one line per
+thread, appended and fsynced every few hundred threads, against the snapshot's `id`), in the
+listing's order, and never holds them; the end of the run merges the snapshot and the
+journal, both sorted, into a new snapshot (`compact`). A journal left by a killed run is
+replayed over the snapshot by the next one (its records are held until that run's end: the
+one case whose memory grows with the work).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
-from collections.abc import Container, Iterator
+import secrets
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, TypeVar
 
 from pplx_export.archive import journal
 from pplx_export.archive.journal import journal_path
-from pplx_export.util.jsontext import dumps_indented, loads, loads_as
+from pplx_export.util.jsontext import dumps_compact, loads, loads_as
 from pplx_export.util.jsontypes import JSON
 
 try:
@@ -45,9 +56,7 @@ try:
 
     @dataclass
     class _LazySnapshot:
-        """The snapshot with each record left undecoded: a `msgspec.Raw` is a view of the
-        file's bytes, so a record costs ~100 bytes until a run looks at it (a re-render of
-        50,000 threads would otherwise hold ~2 KiB of decoded dicts and lists per thread)."""
+        """A format-1 snapshot with each record left undecoded (`msgspec.Raw`)."""
 
         format: int
         threads: dict[str, msgspec.Raw]
@@ -58,8 +67,12 @@ except ImportError:  # pragma: no cover - msgspec is a dependency; records are t
 
 log = logging.getLogger(__name__)
 
-STATE_NAME = "index/render_state.json"
-FORMAT = 1
+STATE_NAME = "index/rendered.jsonl"
+FORMAT = 2
+# The one-object file of earlier versions (format 1), with its `render_state.journal`:
+# read by the first run that finds no STATE_NAME, removed when that run writes STATE_NAME.
+LEGACY_NAME = "index/render_state.json"
+LEGACY_FORMAT = 1
 INPUTS = (
     "raw_entries.json",
     "raw_blocks.json",
@@ -72,6 +85,16 @@ INPUTS = (
 # language, within the second its thread.json's stamp was already written in, so with the
 # same inputs) is then not taken as fresh. One stat more per thread in a no-op run.
 PAGE = "conversation.md"
+
+C = TypeVar("C", bound=tuple[Any, ...])
+# (sort key, directory, record): the record as a snapshot line holds it, None: forgotten.
+Row = tuple[list[str], str, "bytes | None"]
+
+
+def order(rel: str) -> list[str]:
+    """The sort key of a directory `⟨account⟩/⟨mode⟩/⟨dir⟩`: its parts, in the listing's
+    order (not the string's: "a-b/…" sorts before "a/…" as a string, after it as parts)."""
+    return rel.split("/")
 
 
 def _sha256(path: Path) -> str:
@@ -152,12 +175,12 @@ def outputs_stamp(
 
 
 def entry_of(value: Any) -> Any:
-    """A record of `RenderState.threads` as plain JSON: a record of the snapshot is decoded
-    here, where it is used (None when its bytes are not JSON: as if unrecorded)."""
-    if _RAW is not None and isinstance(value, _RAW):
-        view: Any = value  # a msgspec.Raw: its bytes through the buffer protocol
+    """A record as plain JSON: a record still in its bytes (a line of the snapshot, as the
+    run hands it to the worker that renders the thread) is decoded here, where it is used
+    (None when its bytes are not JSON: as if unrecorded)."""
+    if isinstance(value, bytes):
         try:
-            return loads(bytes(view))
+            return loads(value)
         except ValueError:
             return None
     return value
@@ -202,42 +225,114 @@ def is_fresh(
     return True
 
 
-def _parse_snapshot(raw: bytes | None, path: Path) -> dict[str, Any]:
-    """The snapshot's records by directory: undecoded (see `_LazySnapshot`) where msgspec
-    can, else decoded; {} when the file is unreadable or of another format."""
-    if raw is None:
-        return {}
-    lazy = loads_as(raw, _LazySnapshot) if _RAW is not None else None
-    if lazy is not None:
-        return lazy.threads if lazy.format == FORMAT else {}
+def _key_of(raw: bytes) -> str | None:
+    """The directory of a snapshot line's first field (a JSON string), None if it is not."""
+    if raw[:1] == b'"' and raw[-1:] == b'"' and b"\\" not in raw:
+        try:
+            return raw[1:-1].decode("utf-8")
+        except UnicodeDecodeError:
+            return None
     try:
-        doc = loads(raw)  # json.loads' value, through msgspec: read on every run
-    except ValueError as exc:  # UnicodeDecodeError included
-        log.warning("%s unreadable (%s): every thread counts as changed", path, exc)
-        return {}
-    threads = doc.get("threads") if isinstance(doc, dict) else None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(threads, dict):
-        return {}
-    return threads
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _line(rel: str, record: bytes) -> bytes:
+    return (
+        json.dumps(rel, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        + b"\t"
+        + record
+        + b"\n"
+    )
+
+
+def _snapshot_rows(fh: IO[bytes], path: Path) -> Iterator[Row]:
+    """The records of an open snapshot past its header, in order. A line that is garbled,
+    or out of order (edited by hand), is skipped with a warning: that thread counts as
+    unrecorded, which costs a render, never a wrong skip."""
+    last: list[str] = []
+    for number, line in enumerate(fh, 2):
+        if not line.endswith(b"\n"):
+            log.warning("%s: line %d is unfinished; ignored", path, number)
+            return
+        raw, tab, record = line[:-1].partition(b"\t")
+        rel = _key_of(raw) if tab else None
+        if rel is None or not record:
+            log.warning("%s: line %d is garbled; skipped", path, number)
+            continue
+        key = order(rel)
+        if key <= last:
+            log.warning("%s: line %d is out of order; skipped", path, number)
+            continue
+        last = key
+        yield key, rel, record
+
+
+def _overlay(base: Iterator[Row], over: Iterator[Row]) -> Iterator[Row]:
+    """`base` with `over` laid on it (both sorted, each key once): a key in both takes
+    `over`'s record, and an `over` record of None removes the key."""
+    b = next(base, None)
+    o = next(over, None)
+    while b is not None or o is not None:
+        if o is None or (b is not None and b[0] < o[0]):
+            assert b is not None
+            yield b
+            b = next(base, None)
+            continue
+        if b is not None and b[0] == o[0]:
+            b = next(base, None)
+        if o[2] is not None:
+            yield o
+        o = next(over, None)
+
+
+def _encoded(value: Any) -> bytes | None:
+    """A record decoded from a journal or a format-1 file, as a snapshot line holds it."""
+    if value is None:
+        return None
+    if _RAW is not None and isinstance(value, _RAW):
+        view: Any = value  # a msgspec.Raw: its bytes through the buffer protocol
+        return bytes(view)
+    return dumps_compact(value)
+
+
+def _header(raw: bytes) -> str | None:
+    """The id in a snapshot's header line; None when the line is not a format-2 header."""
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or doc.get("rendered") != FORMAT:
+        return None
+    ident = doc.get("id")
+    return ident if isinstance(ident, str) and ident else None
 
 
 @dataclass
 class RenderState:
-    """The recorded fingerprints (snapshot + journal) and the way to record new ones.
+    """The recorded fingerprints (snapshot, journal) and the way to record new ones.
 
-    A render's new records go to the journal only (`record`, appended in batches by
-    `flush`), never into `threads`: a first render of 50,000 threads then holds no record in
-    memory, and no checkpoint rewrites the whole file. `compact` (the end of a run) streams
-    the snapshot back out of `threads` and the journal.
+    Nothing per directory is held: `join` reads the snapshot alongside the listing, `record`
+    appends to the journal (in batches, by `flush`), and `compact` (the end of a run) merges
+    the two into the next snapshot. What is held: the directories `join` found gone (to be
+    forgotten), and a killed run's journal records until they are folded in.
     """
 
     root: Path
-    threads: dict[str, Any] = field(default_factory=dict)
-    base: str = ""  # digest of the snapshot on disk ("" when there is none)
+    base: str = ""  # the snapshot's id ("" when there is none)
     changed: bool = False  # the snapshot lacks something (journal lines, removed records)
+    vanished: set[str] = field(default_factory=set)  # recorded, no longer listed
+    # A killed run's journal records, sorted: (key, dir, offset in the journal).
+    _replay: list[tuple[list[str], str, int]] = field(default_factory=list)
+    _legacy: dict[str, Any] | None = None  # a format-1 file's records, being migrated
     _buffer: list[tuple[str, Any]] = field(default_factory=list)
     _writer: journal.Writer | None = None
     _stale: bool = False
+    _run_start: int = -1  # where this run's journal lines begin
+    _last: list[str] = field(default_factory=list)
+    _in_order: bool = True  # this run recorded its directories in the listing's order
 
     @property
     def path(self) -> Path:
@@ -245,30 +340,84 @@ class RenderState:
 
     @classmethod
     def load(cls, root: Path) -> RenderState:
-        """The recorded fingerprints by directory; empty (and a warning) when unreadable."""
+        """The state of `root`: its snapshot's id and any journal a killed run left."""
         state = cls(root=Path(root))
         try:
-            raw, replay = journal.read_consistent(state.path)
+            with open(state.path, "rb") as fh:
+                state.base = _header(fh.readline()) or ""
+                if not state.base:
+                    log.warning("%s unreadable: every thread counts as changed", state.path)
+                    state.changed = True  # replaced by the next snapshot
+        except FileNotFoundError:
+            state._legacy = _load_legacy(state.root)
+            state.changed = state._legacy is not None
         except OSError as exc:
             log.warning("%s unreadable (%s): every thread counts as changed", state.path, exc)
-            return state
-        state.threads = _parse_snapshot(raw, state.path)
-        state.base = journal.digest(raw)
-        if replay.stale:
+        jpath = journal_path(state.path)
+        offsets = journal.latest_offsets(jpath, state.base)
+        if offsets is None and jpath.exists():
             # Only a cache: a journal of another snapshot costs re-renders, nothing else.
-            log.warning("%s belongs to another snapshot; not replayed", journal_path(state.path))
+            log.warning("%s belongs to another snapshot; not replayed", jpath)
             state._stale = True  # set aside by the first write (a dry run writes nothing)
-            return state
-        for rel, entry in replay.changes:
-            if entry is None:
-                state.threads.pop(rel, None)
-            else:
-                state.threads[rel] = entry
-        state.changed = bool(replay.changes)
+        elif offsets:
+            state._replay = sorted((order(rel), rel, at) for rel, at in offsets.items())
+            state.changed = True
         return state
+
+    def rows(self) -> Iterator[Row]:
+        """Every record, sorted: the snapshot with a killed run's journal laid on it."""
+        with contextlib.ExitStack() as stack:
+            base: Iterator[Row] = iter(())
+            if self._legacy is not None:
+                base = (
+                    (order(rel), rel, _encoded(self._legacy[rel]))
+                    for rel in sorted(self._legacy, key=order)
+                )
+            elif self.base:
+                try:
+                    fh = stack.enter_context(open(self.path, "rb"))
+                except FileNotFoundError:
+                    fh = None
+                if fh is not None and _header(fh.readline()) == self.base:
+                    base = _snapshot_rows(fh, self.path)
+            if self._replay:
+                jfh = stack.enter_context(open(journal_path(self.path), "rb"))
+                replayed = (
+                    (key, rel, _encoded(journal.read_change(jfh, at)))
+                    for key, rel, at in self._replay
+                )
+                base = _overlay(base, replayed)
+            yield from base
+
+    def join(self, listing: Iterable[C], *, forget: bool) -> Iterator[tuple[C, bytes | None]]:
+        """Each listed directory (an item whose first field is `⟨account⟩/⟨mode⟩/⟨dir⟩`,
+        in the listing's order) with its record, None when it has none. With `forget`,
+        the recorded directories the listing lacks go to `vanished` (dropped by `compact`)."""
+        rows = self.rows()
+        row = next(rows, None)
+        for item in listing:
+            key = order(item[0])
+            while row is not None and row[0] < key:
+                if forget:
+                    self.vanished.add(row[1])
+                row = next(rows, None)
+            if row is not None and row[0] == key:
+                yield item, row[2]
+                row = next(rows, None)
+            else:
+                yield item, None
+        while forget and row is not None:
+            self.vanished.add(row[1])
+            row = next(rows, None)
+        if self.vanished:
+            self.changed = True
 
     def record(self, rel: str, entry: JSON | None) -> None:
         """A new fingerprint for `rel` (None: forget it), written at the next `flush`."""
+        key = order(rel)
+        if key <= self._last:
+            self._in_order = False  # `compact` then sorts this run's records itself
+        self._last = key
         self._buffer.append((rel, entry))
         self.changed = True
 
@@ -281,76 +430,117 @@ class RenderState:
             return
         if self._writer is None:
             self._writer = journal.Writer(self.path, self.base, durable=True)
+            self._run_start = self._writer.tell()
         self._writer.append(self._buffer)
         self._buffer.clear()
 
-    def compact(self, keep: Container[str] | None = None) -> None:
-        """Rewrite the snapshot from `threads` and the journal (only the rels in `keep`, when
-        given), sorted, without holding the new records in memory; remove the journal."""
+    def compact(self) -> None:
+        """Write the next snapshot: the records as `rows` gives them, this run's laid on
+        them, the vanished ones left out; then remove the journal (and a format-1 file)."""
         if not self.changed:
             return
         self.flush()
         path, jpath = self.path, journal_path(self.path)
-        offsets = journal.latest_offsets(jpath, self.base) or {}
-        keys = sorted(set(self.threads).union(offsets))
-        if keep is not None:
-            keys = [k for k in keys if k in keep]
+        ident = secrets.token_hex(8)
         with contextlib.ExitStack() as stack:
-            fh = stack.enter_context(open(jpath, "rb")) if offsets else None
-            chunks = _snapshot_chunks(keys, self.threads, offsets, fh)
-            tmp, digest = journal.stage_stream(path, chunks, durable=False)
+            merged = self.rows()
+            if self._writer is not None:
+                jfh = stack.enter_context(open(jpath, "rb"))
+                merged = _overlay(merged, self._run_rows(jfh))
+            chunks = _snapshot_chunks(ident, merged, self.vanished)
+            tmp, _ = journal.stage_stream(path, chunks, durable=False)
         try:
             if self._writer is None and not jpath.exists():
                 os.replace(tmp, path)
             else:
                 if self._writer is None:
                     self._writer = journal.Writer(path, self.base, durable=True)
-                self._writer.compacted(digest, lambda: os.replace(tmp, path))
+                self._writer.compacted(ident, lambda: os.replace(tmp, path))
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-        self.base = digest
+        if self._legacy is not None:
+            # The format-1 file and its journal: now in the new snapshot.
+            legacy = self.root / LEGACY_NAME
+            for old in (legacy, journal_path(legacy)):
+                old.unlink(missing_ok=True)
+            self._legacy = None
+        self.base = ident
+        self._writer = None
+        self._replay = []
+        self.vanished = set()
         self.changed = False
 
-
-def _snapshot_chunks(
-    keys: list[str],
-    threads: dict[str, Any],
-    offsets: dict[str, int],
-    fh: BinaryIO | None,
-) -> Iterator[str]:
-    """The text of `dumps_indented({"format": 1, "threads": {...}}, 0)`, entry by entry (at
-    indent 0 a nested value dumps the same wherever it sits)."""
-    yield f'{{\n"format": {FORMAT},\n"threads": {{'
-    first = True
-    for key in keys:
-        offset = offsets.get(key)
-        entry = (
-            entry_of(threads.get(key))
-            if offset is None or fh is None
-            else journal.read_change(fh, offset)
+    def _run_rows(self, fh: IO[bytes]) -> Iterator[Row]:
+        """This run's journal records, sorted, each directory once (its last record)."""
+        fh.seek(self._run_start)
+        changes = (
+            (str(obj["k"]), obj["v"])
+            for line in fh
+            if line.endswith(b"\n") and isinstance(obj := json.loads(line), dict) and "k" in obj
         )
-        if entry is None:
+        if not self._in_order:  # not a run over the listing (a caller of its own): sort
+            latest = dict(changes)
+            changes = ((rel, latest[rel]) for rel in sorted(latest, key=order))
+        for rel, value in changes:
+            yield order(rel), rel, _encoded(value)
+
+
+def _snapshot_chunks(ident: str, rows: Iterator[Row], vanished: Container[str]) -> Iterator[str]:
+    yield json.dumps({"rendered": FORMAT, "id": ident}) + "\n"
+    batch: list[bytes] = []
+    for _key, rel, record in rows:
+        if record is None or rel in vanished:
             continue
-        yield ("\n" if first else ",\n") + dumps_indented(key, 0) + ": " + dumps_indented(entry, 0)
-        first = False
-    yield "}\n}" if first else "\n}\n}"
+        batch.append(_line(rel, record))
+        if len(batch) >= 512:
+            yield b"".join(batch).decode("utf-8", "surrogatepass")
+            batch.clear()
+    yield b"".join(batch).decode("utf-8", "surrogatepass")
+
+
+def _load_legacy(root: Path) -> dict[str, Any] | None:
+    """The records of a format-1 `render_state.json` (and its journal), None without one."""
+    path = root / LEGACY_NAME
+    try:
+        raw, replay = journal.read_consistent(path)
+    except OSError as exc:
+        log.warning("%s unreadable (%s): every thread counts as changed", path, exc)
+        return None
+    if raw is None:
+        return None
+    threads: dict[str, Any] = {}
+    lazy = loads_as(raw, _LazySnapshot) if _RAW is not None else None
+    if lazy is not None:
+        threads = dict(lazy.threads) if lazy.format == LEGACY_FORMAT else {}
+    else:
+        try:
+            doc = loads(raw)
+        except ValueError as exc:  # UnicodeDecodeError included
+            log.warning("%s unreadable (%s): every thread counts as changed", path, exc)
+            doc = None
+        found = doc.get("threads") if isinstance(doc, dict) else None
+        if isinstance(doc, dict) and doc.get("format") == LEGACY_FORMAT and isinstance(found, dict):
+            threads = found
+    if not replay.stale:
+        for rel, entry in replay.changes:
+            if entry is None:
+                threads.pop(rel, None)
+            else:
+                threads[rel] = entry
+    return threads
 
 
 def load_state(root: Path) -> dict[str, Any]:
-    """The recorded fingerprints by directory (snapshot + journal); empty when unreadable."""
-    return {rel: entry_of(v) for rel, v in RenderState.load(root).threads.items()}
+    """Every recorded fingerprint by directory, decoded (tests, tools: a run uses `join`)."""
+    return {rel: entry_of(record) for _, rel, record in RenderState.load(root).rows()}
 
 
 def save_state(root: Path, threads: dict[str, Any]) -> None:
     """Replace the whole state with `threads` (snapshot written, journal dropped)."""
-    state = RenderState(root=Path(root), threads=threads, changed=True)
-    state.base = journal.digest(_read_or_none(state.path))
-    state.compact(keep=threads)
-
-
-def _read_or_none(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
+    state = RenderState.load(root)
+    state.vanished = {rel for _, rel, _ in state.rows()} - set(threads)
+    for rel in sorted(threads, key=order):
+        state.record(rel, threads[rel])
+    state.changed = True
+    state.compact()

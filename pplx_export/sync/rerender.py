@@ -17,17 +17,18 @@ token (archives of the earlier tool) is rewritten once with the token redacted, 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
-import os
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from pplx_export.archive.lock import archive_lock
-from pplx_export.archive.paths import iter_thread_rels
+from pplx_export.archive.paths import has_thread_files, walk_thread_dirs
 from pplx_export.archive.render_state import RenderState, is_fresh
 from pplx_export.context import RunOptions
 from pplx_export.errors import DiskFull, UsageError
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STATE_CHECKPOINT = 200  # threads between render_state journal appends (one fsync each)
+SKIPPED = ThreadOutcome("", "skipped")  # the progress report of a fresh thread
 
 
 @dataclass
@@ -134,55 +136,72 @@ def rerender(
     engine = engine or default_engine()
     summary = RerenderSummary(dry_run=dry_run)
     recorded = RenderState.load(root)
-    state = recorded.threads
-    symlinked: set[str] = set()
-    rels = iter_thread_rels(root, symlinked=symlinked, known=state)
-    if limit is not None:
-        rels = rels[:limit]
-    present: set[str] | None = None
-    if limit is None:
-        # Forget directories that no longer exist (merged, deleted by hand).
-        present = set(rels)
-        if any(k not in present for k in state):
-            state = recorded.threads = {k: v for k, v in state.items() if k in present}
-            recorded.changed = True
-    if on_total:
-        on_total(len(rels))
-    prefix = str(root) + os.sep
-    found: list[Found] = []
-    for rel in rels:
-        if changed_only and is_fresh(
-            state.get(rel), prefix + rel, engine.version, lang, engine.flavor
-        ):
-            o = ThreadOutcome(rel, "skipped")
-            summary.add(o)
-            if on_progress:
-                on_progress(o)
-            continue
-        found.append((rel, state.get(rel), rel not in symlinked))
+    # The listing and the render state side by side, one directory at a time; the threads
+    # to render go to a file (`Todo`), not a list: nothing here grows with the archive.
+    # Without a limit, the records of directories no longer there (merged, deleted by
+    # hand) are forgotten.
+    joined = recorded.join(walk_thread_dirs(root), forget=limit is None)
+    threads = ((*item, rec) for item, rec in joined if rec is not None or has_thread_files(item[1]))
+    todo = Todo()
+    skipped = 0
+    try:
+        for rel, path, linked, rec in islice(threads, limit):
+            if changed_only and is_fresh(rec, path, engine.version, lang, engine.flavor):
+                summary.add(ThreadOutcome(rel, "skipped"))
+                skipped += 1
+            else:
+                todo.add(rel, rec, not linked)
+        if on_total:
+            on_total(summary.total + len(todo))
+        if on_progress:
+            for _ in range(skipped):
+                on_progress(SKIPPED)
+        _render(root, todo, recorded, summary, lang, dry_run, jobs, engine, on_progress)
+    finally:
+        todo.close()
+        if not dry_run:
+            _disk_full_is_one_line(recorded.compact)
+        summary.elapsed = time.monotonic() - started
+    return summary
+
+
+def _render(
+    root: Path,
+    todo: Todo,
+    recorded: RenderState,
+    summary: RerenderSummary,
+    lang: str,
+    dry_run: bool,
+    jobs: int,
+    engine: Engine,
+    on_progress: Callable[[ThreadOutcome], None] | None,
+) -> None:
+    """Render the threads of `todo` and take in their outcomes: counts, render state,
+    search index, relation facts, answer variants."""
+    if not todo:
+        return
     # The pool, the search index, the relations journal and the answer-variant log are
     # imported only when there is work: a no-op `--changed-only` run is mostly interpreter
     # start-up, and they are most of its imports.
-    if found:
-        from pplx_export.archive.variants import append_variant_log, warn_variants
-        from pplx_export.search.index import IndexUpdater
-        from pplx_export.sync.relation_facts import FactsJournal
-        from pplx_export.sync.rerender_pool import auto_jobs, outcomes
+    from pplx_export.archive.variants import append_variant_log, warn_variants
+    from pplx_export.search.index import IndexUpdater
+    from pplx_export.sync.relation_facts import FactsJournal
+    from pplx_export.sync.rerender_pool import auto_jobs, outcomes
 
-        search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
-        # What the index holds (asked chunk by chunk), so that workers compute rows only for
-        # threads that changed.
-        held = search_index.signatures if search_index.usable() else None
-        facts = FactsJournal(root)  # relation facts of changed threads, for `relations`
-        if jobs == 0:
-            jobs = auto_jobs(len(found))
-        if jobs > 1:
-            preload_engine()  # before the fork, so no worker imports them again
-        rendered = outcomes(
-            root, found, lang=lang, dry_run=dry_run, jobs=jobs, engine=engine, signatures=held
-        )
+    search_index = IndexUpdater(root, enabled=not dry_run)  # search rows of changed threads
+    # What the index holds (asked chunk by chunk), so that workers compute rows only for
+    # threads that changed.
+    held = search_index.signatures if search_index.usable() else None
+    facts = FactsJournal(root)  # relation facts of changed threads, for `relations`
+    if jobs == 0:
+        jobs = auto_jobs(len(todo))
+    if jobs > 1:
+        preload_engine()  # before the fork, so no worker imports them again
+    rendered = outcomes(
+        root, todo, len(todo), lang=lang, dry_run=dry_run, jobs=jobs, engine=engine, signatures=held
+    )
     try:
-        for o in rendered if found else ():
+        for o in rendered:
             if o.disk_full:
                 # Every later write would fail the same way: stop at once, one line.
                 raise DiskFull(o.disk_full)
@@ -192,8 +211,7 @@ def rerender(
                 facts.add(o.rel, o.relation_facts)
             if o.status == "failed":
                 log.error("re-render failed: %s: %s", root / o.rel, o.error)
-                if state.pop(o.rel, None) is not None:
-                    recorded.record(o.rel, None)
+                recorded.record(o.rel, None)
             elif o.fingerprint is not None:
                 # To the journal only: the run never looks at this thread again, so the
                 # record is not kept in memory (flat memory whatever the archive's size).
@@ -205,15 +223,55 @@ def rerender(
                 on_progress(o)
             if not dry_run and summary.total % STATE_CHECKPOINT == 0:
                 _disk_full_is_one_line(recorded.flush)
-        if found:
-            search_index.close()
+        search_index.close()
     finally:
-        if found:
-            facts.close()
-        if not dry_run:
-            _disk_full_is_one_line(lambda: recorded.compact(keep=present))
-        summary.elapsed = time.monotonic() - started
-    return summary
+        facts.close()
+
+
+class Todo:
+    """The threads to render, in the listing's order, as lines of an unnamed temporary
+    file (`⟨dir as JSON⟩ TAB ⟨0|1: reached without a symlink⟩ TAB ⟨its record⟩`), read
+    back as `rerender_pool.Found` items: a full re-render of 50,000 threads would
+    otherwise hold 50,000 records (~600 bytes each) in a list. The file is made on the
+    first thread, so a run with nothing to render creates (and imports) nothing."""
+
+    def __init__(self) -> None:
+        self._file: BinaryIO | None = None
+        self._count = 0
+        self._buffer: list[bytes] = []
+
+    def add(self, rel: str, record: bytes | None, dir_checked: bool) -> None:
+        key = json.dumps(rel, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        flag = b"1" if dir_checked else b"0"
+        self._buffer.append(b"%s\t%s\t%s\n" % (key, flag, record or b""))
+        self._count += 1
+        if len(self._buffer) >= 256:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self._file is None:
+            import tempfile
+
+            self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+        self._file.write(b"".join(self._buffer))
+        self._buffer.clear()
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Found]:
+        lines: Iterable[bytes] = self._buffer  # a few threads: never written out
+        if self._file is not None:
+            self._spill()
+            self._file.seek(0)
+            lines = self._file
+        for line in lines:
+            key, flag, record = line[:-1].split(b"\t", 2)
+            yield json.loads(key), record or None, flag == b"1"
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
 
 def run_rerender_command(

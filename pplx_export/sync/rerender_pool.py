@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from itertools import islice
@@ -24,17 +24,16 @@ from typing import Any, TypeVar
 
 from pplx_export.archive.lock import release_inherited_lock
 from pplx_export.archive.render_state import entry_of
-from pplx_export.models import JSON
 from pplx_export.sync.assemble import Engine, preload_engine
 from pplx_export.sync.rerender_outcome import ThreadOutcome
 from pplx_export.sync.rerender_thread import rerender_thread
 
 T = TypeVar("T")
-# (directory relative to root, its render_state record, reached without a symlink)
-Found = tuple[str, "JSON | None", bool]
+# (directory relative to root, its render_state record as stored, reached without a symlink)
+Found = tuple[str, "bytes | None", bool]
 # A Found and the signature the search index holds for the directory ("" none, None no
 # index to keep current): looked up per chunk as the work is handed out (`Signatures`).
-WorkItem = tuple[str, "JSON | None", bool, "str | None"]
+WorkItem = tuple[str, "bytes | None", bool, "str | None"]
 Signatures = Callable[[list[str]], dict[str, str]]
 # Threads per batch of a one-process run (one signature query each).
 SERIAL_BATCH = 64
@@ -61,7 +60,8 @@ def auto_jobs(todo: int) -> int:
 
 def outcomes(
     root: Path,
-    todo: list[Found],
+    todo: Iterable[Found],
+    count: int,
     *,
     lang: str,
     dry_run: bool,
@@ -69,15 +69,16 @@ def outcomes(
     engine: Engine | None,
     signatures: Signatures | None = None,
 ) -> Iterator[ThreadOutcome]:
-    """Render every item of `todo`, in `jobs` worker processes when there is more than one,
-    and yield the outcomes in the order of `todo`. `signatures`: the search index's
-    signatures of some directories (None: no index to keep current)."""
+    """Render every item of `todo` (`count` of them, read as they are handed out), in
+    `jobs` worker processes when there is more than one, and yield the outcomes in the
+    order of `todo`. `signatures`: the search index's signatures of some directories
+    (None: no index to keep current)."""
     work = partial(_work, root, lang=lang, dry_run=dry_run, engine=engine)
     items = partial(_work_items, signatures)
-    jobs = min(jobs, len(todo))
+    jobs = min(jobs, count)
     if jobs <= 1:
-        for i in range(0, len(todo), SERIAL_BATCH):
-            yield from map(work, items(todo[i : i + SERIAL_BATCH]))
+        for batch in batched(todo, SERIAL_BATCH):
+            yield from map(work, items(batch))
         return
     # Frozen objects are left out of the workers' garbage collections, which would otherwise
     # touch (and so copy) every page they inherited from the parent.
@@ -93,7 +94,7 @@ def outcomes(
         # chunk's outcomes (search rows, relation facts) wait in its future until the parent
         # takes them, and when the parent is the slower side (it writes the search index)
         # an unbounded queue grew by ~4 KiB per thread of the archive.
-        chunks = iter(guided_chunks(todo, jobs))
+        chunks = guided_chunks(todo, count, jobs)
         futures = deque(
             pool.submit(_run_chunk, work, items(c)) for c in islice(chunks, jobs * IN_FLIGHT)
         )
@@ -108,20 +109,31 @@ def outcomes(
         gc.unfreeze()
 
 
-def guided_chunks(items: list[T], jobs: int, *, cap: int = 64, least: int = 4) -> list[list[T]]:
-    """`items` cut into chunks that shrink towards the end ("guided" scheduling).
+def guided_chunks(
+    items: Iterable[T], count: int, jobs: int, *, cap: int = 64, least: int = 4
+) -> Iterator[list[T]]:
+    """The `count` `items` cut into chunks that shrink towards the end ("guided"
+    scheduling), taken from `items` only as each chunk is asked for.
 
     Every chunk is a round trip through the parent, which shares the CPUs with the workers:
     so chunks are big (up to `cap`) while there is plenty left, then shrink with what
     remains (down to `least`), so the workers finish within a few threads of each other.
     """
-    chunks: list[list[T]] = []
-    i = 0
-    while i < len(items):
-        size = max(least, min(cap, (len(items) - i) // (jobs * 2)))
-        chunks.append(items[i : i + size])
-        i += size
-    return chunks
+    it = iter(items)
+    left = count
+    while True:
+        chunk = list(islice(it, max(least, min(cap, left // (jobs * 2)))))
+        if not chunk:
+            return
+        left -= len(chunk)
+        yield chunk
+
+
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """`items` in lists of `size` (the last may be shorter)."""
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
 
 
 def _work_items(signatures: Signatures | None, found: list[Found]) -> list[WorkItem]:
