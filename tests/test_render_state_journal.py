@@ -157,7 +157,7 @@ def test_garbled_or_unordered_snapshot_lines_cost_their_threads_only(
     path.write_bytes(b"\n".join(lines))
     with caplog.at_level(logging.WARNING, logger="pplx_export"):
         assert load_state(tmp_path) == {"a/b/0": entry(0), "a/b/3": entry(3)}
-    assert "line 3 is garbled" in caplog.text and "line 5 is out of order" in caplog.text
+    assert "line 3 is garbled (and 1 more)" in caplog.text
 
 
 def test_a_format_1_state_is_read_then_replaced_by_the_first_run_that_writes(
@@ -183,7 +183,14 @@ def test_a_format_1_state_is_read_then_replaced_by_the_first_run_that_writes(
     again = rerender(root, engine=FAKE_ENGINE, jobs=1, changed_only=True)
     assert (again.skipped, again.total) == (2, 3)
     assert not legacy.exists() and not journal_path(legacy).exists()
-    assert set(load_state(root)) == set(rels)
+    migrated = load_state(root)
+    assert {rel: migrated[rel] for rel in older} == older
+    assert set(migrated) == set(rels)
+    assert all(
+        len(line.split(b"\t")) == 2 for line in (root / STATE_NAME).read_bytes().splitlines()[1:]
+    )
+    third = rerender(root, engine=FAKE_ENGINE, jobs=1, changed_only=True)
+    assert (third.skipped, third.total) == (3, 3)
 
 
 def test_a_torn_last_render_state_line_costs_that_thread_only(
@@ -262,7 +269,7 @@ def test_the_work_list_goes_through_a_file_and_comes_back_as_it_went_in() -> Non
     items = [
         ("a/b/plain", b'{"renderer":"v"}', True),
         ("a/b/t\tab\nnew é", None, False),
-        ("a/b/q\"uote\\", b'{"x":"\\t"}', True),
+        ('a/b/q"uote\\', b'{"x":"\\t"}', True),
     ] * 200  # past one buffer, so the file is written
     for rel, record, checked in items:
         todo.add(rel, record, checked)

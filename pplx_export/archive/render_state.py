@@ -250,24 +250,29 @@ def _line(rel: str, record: bytes) -> bytes:
 
 def _snapshot_rows(fh: IO[bytes], path: Path) -> Iterator[Row]:
     """The records of an open snapshot past its header, in order. A line that is garbled,
-    or out of order (edited by hand), is skipped with a warning: that thread counts as
-    unrecorded, which costs a render, never a wrong skip."""
+    or out of order (edited by hand), is skipped: that thread counts as unrecorded, which
+    costs a render, never a wrong skip. One warning says how many and where the first was."""
     last: list[str] = []
+    first, skipped = "", 0
     for number, line in enumerate(fh, 2):
-        if not line.endswith(b"\n"):
-            log.warning("%s: line %d is unfinished; ignored", path, number)
-            return
+        why = ""
         raw, tab, record = line[:-1].partition(b"\t")
         rel = _key_of(raw) if tab else None
-        if rel is None or not record:
-            log.warning("%s: line %d is garbled; skipped", path, number)
+        if not line.endswith(b"\n"):
+            why = "unfinished"
+        elif rel is None or not record:
+            why = "garbled"
+        elif (key := order(rel)) <= last:
+            why = "out of order"
+        else:
+            last = key
+            yield key, rel, record
             continue
-        key = order(rel)
-        if key <= last:
-            log.warning("%s: line %d is out of order; skipped", path, number)
-            continue
-        last = key
-        yield key, rel, record
+        first = first or f"line {number} is {why}"
+        skipped += 1
+    if skipped:
+        more = f" (and {skipped - 1} more)" if skipped > 1 else ""
+        log.warning("%s: %s%s; skipped, those threads count as changed", path, first, more)
 
 
 def _overlay(base: Iterator[Row], over: Iterator[Row]) -> Iterator[Row]:
@@ -293,8 +298,12 @@ def _encoded(value: Any) -> bytes | None:
     if value is None:
         return None
     if _RAW is not None and isinstance(value, _RAW):
-        view: Any = value  # a msgspec.Raw: its bytes through the buffer protocol
-        return bytes(view)
+        # A msgspec.Raw view of a format-1 file, which is indented: one line only once
+        # decoded and encoded again.
+        view: Any = value  # its bytes through the buffer protocol
+        value = entry_of(bytes(view))
+        if value is None:
+            return None
     return dumps_compact(value)
 
 
