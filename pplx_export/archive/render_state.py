@@ -88,13 +88,14 @@ PAGE = "conversation.md"
 
 C = TypeVar("C", bound=tuple[Any, ...])
 # (sort key, directory, record): the record as a snapshot line holds it, None: forgotten.
-Row = tuple[list[str], str, "bytes | None"]
+Row = tuple[str, str, "bytes | None"]
 
 
-def order(rel: str) -> list[str]:
-    """The sort key of a directory `⟨account⟩/⟨mode⟩/⟨dir⟩`: its parts, in the listing's
-    order (not the string's: "a-b/…" sorts before "a/…" as a string, after it as parts)."""
-    return rel.split("/")
+def order(rel: str) -> str:
+    """The sort key of a directory `⟨account⟩/⟨mode⟩/⟨dir⟩`, in the listing's order: by its
+    parts, not as the string ("a-b/…" sorts before "a/…" as a string, after it as parts).
+    The parts joined by NUL, which no file name holds, compare as the parts do."""
+    return rel.replace("/", "\0")
 
 
 def _sha256(path: Path) -> str:
@@ -252,7 +253,7 @@ def _snapshot_rows(fh: IO[bytes], path: Path) -> Iterator[Row]:
     """The records of an open snapshot past its header, in order. A line that is garbled,
     or out of order (edited by hand), is skipped: that thread counts as unrecorded, which
     costs a render, never a wrong skip. One warning says how many and where the first was."""
-    last: list[str] = []
+    last = ""
     first, skipped = "", 0
     for number, line in enumerate(fh, 2):
         why = ""
@@ -334,13 +335,13 @@ class RenderState:
     changed: bool = False  # the snapshot lacks something (journal lines, removed records)
     vanished: set[str] = field(default_factory=set)  # recorded, no longer listed
     # A killed run's journal records, sorted: (key, dir, offset in the journal).
-    _replay: list[tuple[list[str], str, int]] = field(default_factory=list)
+    _replay: list[tuple[str, str, int]] = field(default_factory=list)
     _legacy: dict[str, Any] | None = None  # a format-1 file's records, being migrated
     _buffer: list[tuple[str, Any]] = field(default_factory=list)
     _writer: journal.Writer | None = None
     _stale: bool = False
     _run_start: int = -1  # where this run's journal lines begin
-    _last: list[str] = field(default_factory=list)
+    _last: str = ""
     _in_order: bool = True  # this run recorded its directories in the listing's order
 
     @property

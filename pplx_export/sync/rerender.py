@@ -147,10 +147,11 @@ def rerender(
     try:
         for rel, path, linked, rec in islice(threads, limit):
             if changed_only and is_fresh(rec, path, engine.version, lang, engine.flavor):
-                summary.add(ThreadOutcome(rel, "skipped"))
-                skipped += 1
+                skipped += 1  # counted below: no outcome object per fresh thread
             else:
                 todo.add(rel, rec, not linked)
+        summary.total += skipped
+        summary.skipped += skipped
         if on_total:
             on_total(summary.total + len(todo))
         if on_progress:
