@@ -40,7 +40,6 @@ import hashlib
 import json
 import logging
 import os
-import secrets
 from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -451,7 +450,7 @@ class RenderState:
             return
         self.flush()
         path, jpath = self.path, journal_path(self.path)
-        ident = secrets.token_hex(8)
+        ident = os.urandom(8).hex()  # not `secrets`: its imports cost a no-op run ~3 ms
         with contextlib.ExitStack() as stack:
             merged = self.rows()
             if self._writer is not None:
@@ -469,12 +468,12 @@ class RenderState:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-        if self._legacy is not None:
-            # The format-1 file and its journal: now in the new snapshot.
-            legacy = self.root / LEGACY_NAME
-            for old in (legacy, journal_path(legacy)):
-                old.unlink(missing_ok=True)
-            self._legacy = None
+        # A format-1 file and its journal: in the new snapshot when this run migrated them,
+        # else left by an older version run since, whose renders the stats will notice.
+        legacy = self.root / LEGACY_NAME
+        for old in (legacy, journal_path(legacy)):
+            old.unlink(missing_ok=True)
+        self._legacy = None
         self.base = ident
         self._writer = None
         self._replay = []

@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 
 STATE_CHECKPOINT = 200  # threads between render_state journal appends (one fsync each)
 SKIPPED = ThreadOutcome("", "skipped")  # the progress report of a fresh thread
+SPILL_BYTES = 1 << 15  # the work list's lines held before they go to its file
 
 
 @dataclass
@@ -240,13 +241,16 @@ class Todo:
         self._file: BinaryIO | None = None
         self._count = 0
         self._buffer: list[bytes] = []
+        self._buffered = 0  # bytes in _buffer
 
     def add(self, rel: str, record: bytes | None, dir_checked: bool) -> None:
         key = json.dumps(rel, ensure_ascii=False).encode("utf-8", "surrogatepass")
         flag = b"1" if dir_checked else b"0"
-        self._buffer.append(b"%s\t%s\t%s\n" % (key, flag, record or b""))
+        line = b"%s\t%s\t%s\n" % (key, flag, record or b"")
+        self._buffer.append(line)
+        self._buffered += len(line)
         self._count += 1
-        if len(self._buffer) >= 256:
+        if self._buffered >= SPILL_BYTES:
             self._spill()
 
     def _spill(self) -> None:
@@ -254,8 +258,9 @@ class Todo:
             import tempfile
 
             self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
-        self._file.write(b"".join(self._buffer))
+        self._file.writelines(self._buffer)
         self._buffer.clear()
+        self._buffered = 0
 
     def __len__(self) -> int:
         return self._count
