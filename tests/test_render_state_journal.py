@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -94,8 +95,7 @@ def test_join_pairs_each_listed_directory_with_its_record(
     listed: dict[tuple[str, ...], int],
     forget: bool,
 ) -> None:
-    root = tmp_path / f"j{abs(hash((tuple(recorded), tuple(listed), forget)))}"
-    root.mkdir()
+    root = Path(tempfile.mkdtemp(dir=tmp_path))  # one per example (examples repeat)
     saved = {"/".join(k): entry(v) for k, v in recorded.items()}
     save_state(root, saved)
     walk = sorted(("/".join(k), "", False) for k in listed)

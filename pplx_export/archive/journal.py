@@ -258,16 +258,17 @@ def set_aside(path: Path, what: str) -> Path | None:
     return target
 
 
-def stage_stream(path: Path, chunks: Iterable[str], *, durable: bool) -> tuple[Path, str]:
-    """Write text chunks to a temp file next to `path` without holding the whole text;
-    (the temp file, the digest of its bytes). `os.replace` it onto `path` to commit."""
+def stage_stream(path: Path, chunks: Iterable[str | bytes], *, durable: bool) -> tuple[Path, str]:
+    """Write chunks (text, or its UTF-8 bytes) to a temp file next to `path` without
+    holding them all; (the temp file, the digest of its bytes). `os.replace` it onto
+    `path` to commit."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{TEMP_PREFIX}{path.name}.{os.getpid()}")
     h = hashlib.sha256()
     try:
         with open(tmp, "wb") as fh:
             for chunk in chunks:
-                raw = chunk.encode("utf-8")
+                raw = chunk if isinstance(chunk, bytes) else chunk.encode("utf-8")
                 h.update(raw)
                 fh.write(raw)
             if durable:

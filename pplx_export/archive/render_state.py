@@ -495,17 +495,22 @@ class RenderState:
             yield order(rel), rel, _encoded(value)
 
 
-def _snapshot_chunks(ident: str, rows: Iterator[Row], vanished: Container[str]) -> Iterator[str]:
+def _snapshot_chunks(
+    ident: str, rows: Iterator[Row], vanished: Container[str]
+) -> Iterator[str | bytes]:
     yield json.dumps({"rendered": FORMAT, "id": ident}) + "\n"
     batch: list[bytes] = []
+    size = 0
     for _key, rel, record in rows:
         if record is None or rel in vanished:
             continue
         batch.append(_line(rel, record))
-        if len(batch) >= 512:
-            yield b"".join(batch).decode("utf-8", "surrogatepass")
+        size += len(batch[-1])
+        if size >= 1 << 15:  # written out in pieces of ~32 KiB
+            yield b"".join(batch)
             batch.clear()
-    yield b"".join(batch).decode("utf-8", "surrogatepass")
+            size = 0
+    yield b"".join(batch)
 
 
 def _load_legacy(root: Path) -> dict[str, Any] | None:
