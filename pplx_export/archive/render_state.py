@@ -41,28 +41,13 @@ import json
 import logging
 import os
 from collections.abc import Container, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from pplx_export.archive import journal
 from pplx_export.archive.journal import journal_path
-from pplx_export.util.jsontext import dumps_compact, loads, loads_as
 from pplx_export.util.jsontypes import JSON
-
-try:
-    import msgspec
-
-    @dataclass
-    class _LazySnapshot:
-        """A format-1 snapshot with each record left undecoded (`msgspec.Raw`)."""
-
-        format: int
-        threads: dict[str, msgspec.Raw]
-
-    _RAW: type | None = msgspec.Raw
-except ImportError:  # pragma: no cover - msgspec is a dependency; records are then decoded
-    _RAW = None
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +165,9 @@ def entry_of(value: Any) -> Any:
     (None when its bytes are not JSON: as if unrecorded)."""
     if isinstance(value, bytes):
         try:
-            return loads(value)
+            # The stdlib, not msgspec: a no-op run decodes a few small records, and
+            # importing msgspec costs it more than it saves.
+            return json.loads(value)
         except ValueError:
             return None
     return value
@@ -295,16 +282,14 @@ def _overlay(base: Iterator[Row], over: Iterator[Row]) -> Iterator[Row]:
 
 def _encoded(value: Any) -> bytes | None:
     """A record decoded from a journal or a format-1 file, as a snapshot line holds it."""
-    if value is None:
-        return None
-    if _RAW is not None and isinstance(value, _RAW):
-        # A msgspec.Raw view of a format-1 file, which is indented: one line only once
-        # decoded and encoded again.
-        view: Any = value  # its bytes through the buffer protocol
+    from pplx_export.util.jsontext import dumps_compact  # a run that writes: imported
+
+    if isinstance(value, _Raw):
+        # A view of a format-1 file, which is indented: one line only once decoded and
+        # encoded again.
+        view: Any = value.raw  # its bytes through the buffer protocol
         value = entry_of(bytes(view))
-        if value is None:
-            return None
-    return dumps_compact(value)
+    return None if value is None else dumps_compact(value)
 
 
 def _header(raw: bytes) -> str | None:
@@ -513,8 +498,18 @@ def _snapshot_chunks(
     yield b"".join(batch)
 
 
+@dataclass
+class _Raw:
+    """A record of a format-1 file left undecoded until it is migrated (a `msgspec.Raw`
+    view of the file's bytes: ~100 bytes a record, where decoded it is ~2 KiB)."""
+
+    raw: Any
+
+
 def _load_legacy(root: Path) -> dict[str, Any] | None:
     """The records of a format-1 `render_state.json` (and its journal), None without one."""
+    from pplx_export.util.jsontext import loads, loads_as
+
     path = root / LEGACY_NAME
     try:
         raw, replay = journal.read_consistent(path)
@@ -524,9 +519,10 @@ def _load_legacy(root: Path) -> dict[str, Any] | None:
     if raw is None:
         return None
     threads: dict[str, Any] = {}
-    lazy = loads_as(raw, _LazySnapshot) if _RAW is not None else None
+    lazy = loads_as(raw, _lazy_snapshot_type())
     if lazy is not None:
-        threads = dict(lazy.threads) if lazy.format == LEGACY_FORMAT else {}
+        if lazy.format == LEGACY_FORMAT:
+            threads = {rel: _Raw(view) for rel, view in lazy.threads.items()}
     else:
         try:
             doc = loads(raw)
@@ -543,6 +539,19 @@ def _load_legacy(root: Path) -> dict[str, Any] | None:
             else:
                 threads[rel] = entry
     return threads
+
+
+def _lazy_snapshot_type() -> Any:
+    """A format-1 file's shape with each record a `msgspec.Raw` (the stdlib path when
+    msgspec is missing: `loads_as` then declines)."""
+    try:
+        import msgspec
+    except ImportError:  # pragma: no cover - msgspec is a dependency
+        return object
+
+    # Real types, not this module's postponed annotations, which msgspec would resolve in
+    # a namespace without msgspec.
+    return make_dataclass("LazySnapshot", [("format", int), ("threads", dict[str, msgspec.Raw])])
 
 
 def load_state(root: Path) -> dict[str, Any]:
