@@ -25,6 +25,10 @@ NOT_IMPORTED = (
     "pplx_export.net.pacing",
     "tomlkit",
     "tempfile",
+    # Nor the C JSON decoder (~15 ms to import; the render state's few records decode with
+    # the stdlib), nor `secrets` (random, hmac: the snapshot's id uses os.urandom).
+    "msgspec",
+    "secrets",
     # Nor the network, the search index or the worker pool.
     "httpx",
     "email.utils",
