@@ -149,3 +149,14 @@ def test_read_with_stat_survives_short_reads(
     assert got == data and size == len(data) and mtime_ns == path.stat().st_mtime_ns
     with pytest.raises(FileNotFoundError):
         read_with_stat(str(tmp_path / "missing"))
+
+
+def test_chunks_count_each_items_weight() -> None:
+    """Threads the search index lacks come back with their whole text: a chunk holds a
+    quarter as many of them, and only as many as the budget allows."""
+    items = [("a", 4)] * 300 + [("b", 1)] * 300
+    chunks = list(guided_chunks(items, len(items), 2, weight=lambda item: item[1]))
+    assert [i for c in chunks for i in c] == items
+    assert len(chunks[0]) == 16 and len(chunks[-2]) <= 4
+    assert max(len(c) for c in chunks if c[0][1] == 1) == 64
+    assert all(sum(w for _, w in c) <= 64 + 3 for c in chunks)

@@ -47,6 +47,7 @@ MIN_AUTO_SHARE = 64
 # Chunks per worker queued ahead of the one it is rendering: enough that a worker never
 # waits for the parent to hand it work, few enough that results do not pile up.
 IN_FLIGHT = 2
+ROWS_WEIGHT = 4  # see `_weight`
 
 
 def auto_jobs(todo: int) -> int:
@@ -94,15 +95,18 @@ def outcomes(
         # chunk's outcomes (search rows, relation facts) wait in its future until the parent
         # takes them, and when the parent is the slower side (it writes the search index)
         # an unbounded queue grew by ~4 KiB per thread of the archive.
-        chunks = guided_chunks(todo, count, jobs)
-        futures = deque(
-            pool.submit(_run_chunk, work, items(c)) for c in islice(chunks, jobs * IN_FLIGHT)
-        )
+        with_signatures = (i for batch in batched(todo, SERIAL_BATCH) for i in items(batch))
+        chunks = guided_chunks(with_signatures, count, jobs, weight=_weight)
+        futures = deque(pool.submit(_run_chunk, work, c) for c in islice(chunks, jobs * IN_FLIGHT))
         while futures:  # popped as consumed: a finished chunk's outcomes are not kept
             done = futures.popleft()
             for chunk in islice(chunks, 1):
-                futures.append(pool.submit(_run_chunk, work, items(chunk)))
-            yield from done.result()
+                futures.append(pool.submit(_run_chunk, work, chunk))
+            finished = done.result()
+            del done  # the future holds the list too
+            finished.reverse()
+            while finished:  # each outcome let go of as soon as the caller has taken it
+                yield finished.pop()
     finally:
         # On an error or Ctrl-C the chunks no worker has started are dropped, not rendered.
         pool.shutdown(wait=True, cancel_futures=True)
@@ -110,7 +114,13 @@ def outcomes(
 
 
 def guided_chunks(
-    items: Iterable[T], count: int, jobs: int, *, cap: int = 64, least: int = 4
+    items: Iterable[T],
+    count: int,
+    jobs: int,
+    *,
+    cap: int = 64,
+    least: int = 4,
+    weight: Callable[[T], int] = lambda item: 1,
 ) -> Iterator[list[T]]:
     """The `count` `items` cut into chunks that shrink towards the end ("guided"
     scheduling), taken from `items` only as each chunk is asked for.
@@ -118,15 +128,29 @@ def guided_chunks(
     Every chunk is a round trip through the parent, which shares the CPUs with the workers:
     so chunks are big (up to `cap`) while there is plenty left, then shrink with what
     remains (down to `least`), so the workers finish within a few threads of each other.
+    A chunk's size counts each item's `weight`: an item whose outcome is big counts more.
     """
     it = iter(items)
     left = count
     while True:
-        chunk = list(islice(it, max(least, min(cap, left // (jobs * 2)))))
+        budget = max(least, min(cap, left // (jobs * 2)))
+        chunk: list[T] = []
+        for item in it:
+            chunk.append(item)
+            budget -= weight(item)
+            if budget <= 0:
+                break
         if not chunk:
             return
         left -= len(chunk)
         yield chunk
+
+
+def _weight(item: WorkItem) -> int:
+    """A thread the search index lacks comes back with its search rows (its whole text,
+    ~100 KB on the corpus): chunks of those are a quarter the size, so the outcomes the
+    parent and the workers hold at once stay about as big as a full re-render's."""
+    return ROWS_WEIGHT if item[3] == "" else 1
 
 
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
