@@ -158,6 +158,14 @@ def test_garbled_or_unordered_snapshot_lines_cost_their_threads_only(
     with caplog.at_level(logging.WARNING, logger="pplx_export"):
         assert load_state(tmp_path) == {"a/b/0": entry(0), "a/b/3": entry(3)}
     assert "line 3 is garbled (and 1 more)" in caplog.text
+    caplog.clear()
+    state = RenderState.load(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="pplx_export"):
+        assert len(list(state.join([("a/b/0", ""), ("a/b/3", "")], forget=True))) == 2
+        state.record("a/b/4", entry(4))
+        state.compact()  # reads the snapshot again: no second warning
+    assert caplog.text.count("is garbled") == 1
+    assert load_state(tmp_path) == {"a/b/0": entry(0), "a/b/3": entry(3), "a/b/4": entry(4)}
 
 
 def test_a_format_1_state_is_read_then_replaced_by_the_first_run_that_writes(

@@ -235,7 +235,7 @@ def _line(rel: str, record: bytes) -> bytes:
     )
 
 
-def _snapshot_rows(fh: IO[bytes], path: Path) -> Iterator[Row]:
+def _snapshot_rows(fh: IO[bytes], path: Path, *, quiet: bool = False) -> Iterator[Row]:
     """The records of an open snapshot past its header, in order. A line that is garbled,
     or out of order (edited by hand), is skipped: that thread counts as unrecorded, which
     costs a render, never a wrong skip. One warning says how many and where the first was."""
@@ -257,7 +257,7 @@ def _snapshot_rows(fh: IO[bytes], path: Path) -> Iterator[Row]:
             continue
         first = first or f"line {number} is {why}"
         skipped += 1
-    if skipped:
+    if skipped and not quiet:
         more = f" (and {skipped - 1} more)" if skipped > 1 else ""
         log.warning("%s: %s%s; skipped, those threads count as changed", path, first, more)
 
@@ -327,6 +327,7 @@ class RenderState:
     _run_start: int = -1  # where this run's journal lines begin
     _last: str = ""
     _in_order: bool = True  # this run recorded its directories in the listing's order
+    _read: bool = False  # the snapshot was read once (its damage reported)
 
     @property
     def path(self) -> Path:
@@ -373,7 +374,9 @@ class RenderState:
                 except FileNotFoundError:
                     fh = None
                 if fh is not None and _header(fh.readline()) == self.base:
-                    base = _snapshot_rows(fh, self.path)
+                    # Read twice in a run (the join, then `compact`): one warning.
+                    base = _snapshot_rows(fh, self.path, quiet=self._read)
+                    self._read = True
             if self._replay:
                 jfh = stack.enter_context(open(journal_path(self.path), "rb"))
                 replayed = (
