@@ -157,8 +157,12 @@ def unparseable_json(root: Path) -> list[str]:
             bad.append(str(path))
     for path in sorted(root.rglob("*.jsonl")):
         for line in path.read_text("utf-8").splitlines():
+            # index/rendered.jsonl holds two JSON values per line (directory TAB record)
+            # after its header; every other line is one.
+            parts = line.split("\t", 1) if path.name == "rendered.jsonl" else [line]
             try:
-                json.loads(line)
+                for part in parts:
+                    json.loads(part)
             except ValueError:
                 bad.append(f"{path}: {line[:60]}")
     return bad

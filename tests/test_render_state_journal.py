@@ -285,3 +285,31 @@ def test_the_work_list_goes_through_a_file_and_comes_back_as_it_went_in() -> Non
     assert list(todo) == items
     todo.close()
     assert list(Todo()) == []  # nothing to render: no file at all
+
+
+def test_records_in_no_order_are_folded_in_sorted_whenever_the_journal_is_due(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`batch` records threads in the order it exports them, for a long run: each time the
+    journal is due, `compact` sorts this run's records (from their offsets) into the
+    snapshot, and a directory recorded twice keeps its last record."""
+    monkeypatch.setattr(journal, "MIN_COMPACT_BYTES", 1500)
+    save_state(tmp_path, {"a/m/t05": entry(500), "b/m/t00": entry(0)})
+    rels = [f"{acct}/m/t{i:02d}" for i in (7, 3, 11, 5, 0, 9, 1) for acct in ("b", "a-b", "a")]
+    state = RenderState.load(tmp_path)
+    compactions = 0
+    for n, rel in enumerate([*rels, "a/m/t03"]):
+        state.record(rel, entry(n))
+        state.flush()
+        if state.due():
+            state.compact()
+            compactions += 1
+            assert not journal_path(tmp_path / STATE_NAME).exists()
+    assert compactions >= 2
+    state.compact()
+    expected = {rel: entry(n) for n, rel in enumerate([*rels, "a/m/t03"])}
+    assert load_state(tmp_path) == expected  # t05 and b/m/t00 recorded again: theirs
+    lines = (tmp_path / STATE_NAME).read_text("utf-8").splitlines()[1:]
+    assert [json.loads(line.split("\t")[0]) for line in lines] == sorted(
+        expected, key=lambda rel: rel.split("/")
+    )

@@ -31,6 +31,11 @@ listing's order, and never holds them; the end of the run merges the snapshot an
 journal, both sorted, into a new snapshot (`compact`). A journal left by a killed run is
 replayed over the snapshot by the next one (its records are held until that run's end: the
 one case whose memory grows with the work).
+
+An online export (`batch`, `export`, `pplx-ask`) records each thread it writes the same
+way, so the next `--changed-only` run skips it. Those records come in no order: `compact`
+sorts them by their offsets in the journal, and the exporter compacts whenever the journal
+is `due`, which bounds both what it holds and the bytes rewritten per record.
 """
 
 from __future__ import annotations
@@ -467,20 +472,44 @@ class RenderState:
         self._replay = []
         self.vanished = set()
         self.changed = False
+        self._last, self._in_order = "", True
+
+    def due(self) -> bool:
+        """Has this run's journal grown enough to be folded into the snapshot now? (The
+        journal's rule: past 1 MiB or the snapshot's size, so that the bytes rewritten per
+        record stay O(1) amortized.) For a caller that records in no order for a long time
+        (`batch`), whose records `compact` must sort."""
+        if self._writer is None:
+            return False
+        try:
+            snapshot = os.stat(self.path).st_size
+        except OSError:
+            snapshot = 0
+        return self._writer.tell() - self._run_start > max(journal.MIN_COMPACT_BYTES, snapshot)
 
     def _run_rows(self, fh: IO[bytes]) -> Iterator[Row]:
         """This run's journal records, sorted, each directory once (its last record)."""
-        fh.seek(self._run_start)
-        changes = (
-            (str(obj["k"]), obj["v"])
-            for line in fh
-            if line.endswith(b"\n") and isinstance(obj := json.loads(line), dict) and "k" in obj
-        )
-        if not self._in_order:  # not a run over the listing (a caller of its own): sort
-            latest = dict(changes)
-            changes = ((rel, latest[rel]) for rel in sorted(latest, key=order))
-        for rel, value in changes:
-            yield order(rel), rel, _encoded(value)
+        changes = _journal_changes(fh, self._run_start)
+        if self._in_order:
+            for rel, _at, value in changes:
+                yield order(rel), rel, _encoded(value)
+            return
+        # Not a run over the listing (`batch`, an `export`): sorted here. Only where each
+        # directory's last record starts is held, not the records (~1.5 KiB each decoded).
+        offsets = {rel: at for rel, at, _value in changes}
+        for rel in sorted(offsets, key=order):
+            fh.seek(offsets[rel])
+            yield order(rel), rel, _encoded(json.loads(fh.readline())["v"])
+
+
+def _journal_changes(fh: IO[bytes], start: int) -> Iterator[tuple[str, int, Any]]:
+    """(directory, offset, record) of each change line of an open journal from `start`."""
+    fh.seek(start)
+    at = start
+    for line in iter(fh.readline, b""):
+        here, at = at, at + len(line)
+        if line.endswith(b"\n") and isinstance(obj := json.loads(line), dict) and "k" in obj:
+            yield str(obj["k"]), here, obj["v"]
 
 
 def _snapshot_chunks(

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from pplx_export.archive.paths import safe_folder
+from pplx_export.archive.render_state import RenderState, fingerprint
 from pplx_export.archive.scan import ThreadDirs
 from pplx_export.archive.state import BatchState
 from pplx_export.archive.sweep import sweep_temp_files, sweep_unfinished_dirs
-from pplx_export.archive.writer import prepare_thread_dir
+from pplx_export.archive.writer import WriteResult, prepare_thread_dir
 from pplx_export.config import Account
 from pplx_export.errors import SchemaError, UsageError
 from pplx_export.parse import needs_blocks
@@ -69,6 +70,10 @@ class Exporter:
     variant_hits: int = 0
     # The archive's directories by uuid8, listed at the first export of the run.
     dirs: ThreadDirs | None = None
+    # The render fingerprints of what this run wrote (`index/rendered.jsonl`), opened at the
+    # first export: the next `re-render --changed-only` then skips those threads instead of
+    # rendering them again. `finish` folds them into the snapshot.
+    rendered: RenderState | None = None
 
     def folder_for(self, author: str) -> str:
         """protocol §6.1: the author's display name from the account registry, else the name.
@@ -129,6 +134,7 @@ class Exporter:
             note=incomplete,
         )
         rel = directory.relative_to(self.root).as_posix()
+        self._record_render(rel, directory, result)
         update_threads(self.root, [rel])  # search index
         # The thread's relation facts, from the parse at hand: `relations` then reads
         # nothing of what a batch exported.
@@ -136,6 +142,39 @@ class Exporter:
         facts.add(rel, facts_record(self.root, rel, conv, result.thread_doc or {}))
         facts.close()
         return directory
+
+    def _record_render(self, rel: str, directory: Path, result: WriteResult) -> None:
+        """Record what the thread was rendered from, as `re-render` records it (the same
+        renderer writes the same bytes online and offline). Only a cache: a failure here
+        costs the next `--changed-only` one render of this thread, so it is not an error."""
+        try:
+            if self.rendered is None:
+                self.rendered = RenderState.load(self.root)
+            record = fingerprint(
+                directory,
+                self.engine.version,
+                self.lang,
+                result.digests,
+                stats=result.stats,
+                outputs=result.outputs_stamp,
+                absent=result.absent,
+                flavor=self.engine.flavor,
+            )
+            self.rendered.record(rel, record)
+            self.rendered.flush()
+            if self.rendered.due():  # the records wait unsorted: bound them
+                self.rendered.compact()
+        except OSError as exc:
+            log.debug("render fingerprint of %s not recorded: %s", rel, exc)
+
+    def finish(self) -> None:
+        """The end of the run: fold the render fingerprints into their snapshot."""
+        if self.rendered is None:
+            return
+        try:
+            self.rendered.compact()
+        except OSError as exc:  # the journal stays; the next run folds it in
+            log.debug("render fingerprints not compacted: %s", exc)
 
     def _schematized(self, web_uuid: str) -> tuple[dict[str, Any], str]:
         """The schematized thread, and a note when its listing ended early.
