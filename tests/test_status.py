@@ -15,6 +15,7 @@ from pplx_export.archive.state import BatchState, state_path
 from pplx_export.cli.export import main
 from pplx_export.config import load_config
 from pplx_export.sync.status import collect_status
+from tests.archive_fakes import make_thread
 
 NOW = datetime(2043, 4, 10, 12, 0, 0, tzinfo=UTC)
 
@@ -251,6 +252,26 @@ def test_status_on_an_empty_archive_in_degraded_mode(no_network: None, tmp_path:
     doc = json.loads(result.stdout)
     assert doc["accounts"] == [] and doc["errors"] == []
     assert "degraded mode" in result.stderr
+
+
+def test_status_of_an_archive_no_index_lists_counts_its_threads_by_folder(
+    no_network: None, tmp_path: Path
+) -> None:
+    """The earlier tool's archive (thread folders, no index, no config): not an empty
+    table, but what is there, by folder."""
+    root = tmp_path / "old"
+    for i, account in enumerate(["alice", "alice", "bob"]):
+        make_thread(root, web_uuid=f"{i:08d}-0000-4000-8000-000000000000", account=account)
+    (root / "index").mkdir()
+    result = CliRunner().invoke(main, ["status", "--out", str(root)])
+    assert result.exit_code == 0, result.output
+    assert "┃" not in result.stdout and "index age" not in result.stdout  # no empty table
+    assert "no account configured and no library index" in result.stdout
+    assert "3 archived threads are in no library index (3 ok); by folder: alice 2, bob 1" in (
+        result.stdout
+    )
+    doc = json.loads(CliRunner().invoke(main, ["status", "--json", "--out", str(root)]).stdout)
+    assert doc["state"]["not_in_any_index_by_folder"] == {"alice": 2, "bob": 1}
 
 
 def test_status_reports_a_corrupt_index_without_moving_it(

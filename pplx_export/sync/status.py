@@ -171,6 +171,14 @@ def collect_status(
         for index in indexes
     ]
     indexed = {as_str(row.get("entryUUID")) for index in indexes for row in index.threads}
+    # Archived threads no index lists (an archive of the earlier tool, or one whose account
+    # is not configured here), by the folder they are filed in: without them such an
+    # archive's status is an empty table.
+    unindexed: dict[str, int] = {}
+    for uuid, record in state.threads.items():
+        if uuid not in indexed:
+            folder = as_str(record.get("dir")).partition("/")[0]
+            unindexed[folder] = unindexed.get(folder, 0) + 1
     errors = []
     for uuid, record in sorted(state.threads.items()):
         if as_str(record.get("status")) != "error":
@@ -193,7 +201,8 @@ def collect_status(
             "rebuilt_from_disk": state.rebuilt,
             "legacy_format": state.legacy,
             "counts": state.counts(),
-            "not_in_any_index": sum(1 for uuid in state.threads if uuid not in indexed),
+            "not_in_any_index": sum(unindexed.values()),
+            "not_in_any_index_by_folder": dict(sorted(unindexed.items())),
         },
         "errors": errors,
         "damaged": [
@@ -230,6 +239,30 @@ def print_status(doc: dict[str, Any], console: Console) -> None:
         console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     say(f"Archive {doc['archive']}")
+    if doc["accounts"]:
+        _accounts_table(doc, console, say)
+    else:
+        say("no account configured and no library index: `pplx-export init` sets one up")
+    st = doc["state"]
+    if st["corrupt"]:
+        say("batch state file is corrupt: counts come from the thread directories")
+    elif st["rebuilt_from_disk"]:
+        say("no batch state file yet: counts come from the thread directories")
+    if st["not_in_any_index"]:
+        folders = ", ".join(
+            f"{folder or '?'} {n}" for folder, n in st["not_in_any_index_by_folder"].items()
+        )
+        n = st["not_in_any_index"]
+        text = f"{n} archived thread{'s are' if n != 1 else ' is'} in no library index"
+        if not doc["accounts"]:  # the table's counts are then missing: say them here
+            counts = ", ".join(f"{c} {key}" for key, c in st["counts"].items() if c)
+            text += f" ({counts})"
+        say(f"{text}; by folder: {folders}")
+    _details(doc, say)
+    print_upkeep(doc, say)
+
+
+def _accounts_table(doc: dict[str, Any], console: Console, say: Any) -> None:
     table = Table()
     table.add_column("account", overflow="fold")
     for column in ("threads", "index age", "ok", "err", "exp", "del", "new", "upd", "stop"):
@@ -255,13 +288,9 @@ def print_status(doc: dict[str, Any], console: Console) -> None:
                 f"{acc['account']}: {idx['incremental_runs_since_full']} incremental index runs "
                 "since the last full one; run `pplx-export index --full`"
             )
-    st = doc["state"]
-    if st["corrupt"]:
-        say("batch state file is corrupt: counts come from the thread directories")
-    elif st["rebuilt_from_disk"]:
-        say("no batch state file yet: counts come from the thread directories")
-    if st["not_in_any_index"]:
-        say(f"{st['not_in_any_index']} state records match no index row")
+
+
+def _details(doc: dict[str, Any], say: Any) -> None:
     for acc in doc["accounts"]:
         todo = acc["next_batch"].get("todo")
         if todo:
@@ -285,4 +314,3 @@ def print_status(doc: dict[str, Any], console: Console) -> None:
         for err in doc["errors"]:
             title = f"  {err['title']}" if err.get("title") else ""
             say(f"  {err['uuid']}{title}: {err['error']}")
-    print_upkeep(doc, say)
