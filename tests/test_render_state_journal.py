@@ -313,3 +313,22 @@ def test_records_in_no_order_are_folded_in_sorted_whenever_the_journal_is_due(
     assert [json.loads(line.split("\t")[0]) for line in lines] == sorted(
         expected, key=lambda rel: rel.split("/")
     )
+
+
+def test_runs_that_leave_their_records_in_the_journal_add_up(tmp_path: Path) -> None:
+    """Small `batch` runs append to the journal and leave it (not due): each next run, and
+    the next re-render, sees every earlier run's records; compaction keeps the last."""
+    save_state(tmp_path, {"a/m/t1": entry(1)})
+    for n, rels in enumerate([["b/m/t9", "a/m/t3"], ["a/m/t2", "b/m/t9"]]):
+        run = RenderState.load(tmp_path)
+        for rel in rels:
+            run.record(rel, entry(10 * n + int(rel[-1])))
+            run.flush()
+        assert not run.due()
+    assert journal_path(tmp_path / STATE_NAME).exists()
+    expected = {"a/m/t1": entry(1), "a/m/t2": entry(12), "a/m/t3": entry(3), "b/m/t9": entry(19)}
+    assert load_state(tmp_path) == expected
+    state = RenderState.load(tmp_path)
+    state.compact()
+    assert not journal_path(tmp_path / STATE_NAME).exists()
+    assert load_state(tmp_path) == expected

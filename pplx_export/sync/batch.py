@@ -364,7 +364,6 @@ def _run_items(
                 bar.advance(item.title)
         # Every change is in the journal already (durable); fold it into the snapshot.
         state.compact()
-        exporter.finish()
     except KeyboardInterrupt:
         state.save()
         raise Interrupted("interrupted; state saved, rerun to continue") from None

@@ -72,7 +72,7 @@ class Exporter:
     dirs: ThreadDirs | None = None
     # The render fingerprints of what this run wrote (`index/rendered.jsonl`), opened at the
     # first export: the next `re-render --changed-only` then skips those threads instead of
-    # rendering them again. `finish` folds them into the snapshot.
+    # rendering them again.
     rendered: RenderState | None = None
 
     def folder_for(self, author: str) -> str:
@@ -162,19 +162,13 @@ class Exporter:
             )
             self.rendered.record(rel, record)
             self.rendered.flush()
-            if self.rendered.due():  # the records wait unsorted: bound them
+            # Folded into the snapshot only when the journal is due: a cron `sync` that
+            # exports three threads does not rewrite a snapshot of 50,000; whoever reads
+            # the state next replays the journal.
+            if self.rendered.due():
                 self.rendered.compact()
         except OSError as exc:
             log.debug("render fingerprint of %s not recorded: %s", rel, exc)
-
-    def finish(self) -> None:
-        """The end of the run: fold the render fingerprints into their snapshot."""
-        if self.rendered is None:
-            return
-        try:
-            self.rendered.compact()
-        except OSError as exc:  # the journal stays; the next run folds it in
-            log.debug("render fingerprints not compacted: %s", exc)
 
     def _schematized(self, web_uuid: str) -> tuple[dict[str, Any], str]:
         """The schematized thread, and a note when its listing ended early.
