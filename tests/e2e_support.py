@@ -8,11 +8,12 @@ click's CliRunner (in-process) or a subprocess.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from click.testing import CliRunner, Result
 from pplx_export.archive.raw import redact_tokens
 from pplx_export.archive.state import BatchState
 from pplx_export.cli.export import main
-from pplx_export.emulator import RunningEmulator
+from pplx_export.emulator import DEFAULT_EMAIL, RunningEmulator, run_emulator
 from pplx_export.perplexity.thread import merge_pages
 from tests.emulator_support import fetch_pages
 
@@ -104,6 +105,24 @@ class E2E:
 
     def stats(self) -> dict[str, Any]:
         return self.emu.stats()
+
+
+@contextlib.contextmanager
+def signed_in(tmp_path: Path, **emulator: Any) -> Iterator[E2E]:
+    """An emulator over the fixture archive (`emulator`: run_emulator's options) and a
+    configuration signed in to it: what each e2e module's `e2e` fixture yields."""
+    with run_emulator(FIXTURES, **emulator) as emu:
+        env = E2E(emu, tmp_path)
+        env.write_files(DEFAULT_EMAIL)
+        yield env
+
+
+def rerender_json(env: E2E, *args: str) -> dict[str, int]:
+    """`re-render --json --jobs 1 ARGS`, which must succeed: its summary."""
+    result = env.offline("re-render", "--json", "--jobs", "1", *args)
+    assert result.exit_code == 0, result.output
+    doc: dict[str, int] = json.loads(result.stdout)
+    return doc
 
 
 def by_endpoint(stats: dict[str, Any], key: str) -> int:

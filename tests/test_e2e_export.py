@@ -15,7 +15,6 @@ import pytest
 from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.config import Account, Config
 from pplx_export.context import RunOptions
-from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 from pplx_export.models import MODES
 from pplx_export.sync.demo import run_demo
 from pplx_export.sync.relations import run_relations
@@ -30,6 +29,7 @@ from tests.e2e_support import (
     redacted,
     run_fidelity,
     served_raw,
+    signed_in,
     thread_dirs,
     thread_uuid,
     unparseable_json,
@@ -50,9 +50,7 @@ def _plain_pages(uuid: str) -> int:
 
 @pytest.fixture
 def e2e(tmp_path: Path) -> Iterator[E2E]:
-    with run_emulator(FIXTURES, page_size=PAGE_SIZE) as emu:
-        env = E2E(emu, tmp_path)
-        env.write_files(DEFAULT_EMAIL)
+    with signed_in(tmp_path, page_size=PAGE_SIZE) as env:
         yield env
 
 

@@ -16,29 +16,19 @@ from pathlib import Path
 import pytest
 
 from pplx_export.archive.render_state import load_state
-from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
-from tests.e2e_support import E2E, FIXTURES, thread_dirs
+from tests.e2e_support import E2E, rerender_json, signed_in, thread_dirs
 
 WIKILINK = re.compile(r"!?\[\[([^\]|\\]+)(?:\\?\|[^\]]*)?\]\]")
 
 
 @pytest.fixture
 def e2e(tmp_path: Path) -> Iterator[E2E]:
-    with run_emulator(FIXTURES) as emu:
-        env = E2E(emu, tmp_path)
-        env.write_files(DEFAULT_EMAIL)
+    with signed_in(tmp_path) as env:
         yield env
 
 
 def _pages(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.md") if "index" not in p.relative_to(root).parts[:1])
-
-
-def _rerender(env: E2E, *args: str) -> dict[str, int]:
-    result = env.offline("re-render", "--json", "--jobs", "1", *args)
-    assert result.exit_code == 0, result.output
-    doc: dict[str, int] = json.loads(result.stdout)
-    return doc
 
 
 def test_obsidian_export_then_rerender_switches_flavours(e2e: E2E) -> None:
@@ -58,17 +48,17 @@ def test_obsidian_export_then_rerender_switches_flavours(e2e: E2E) -> None:
     assert any("> [!note]- " in p.read_text("utf-8") for p in pages)
 
     # The same flavour again: nothing to write (the render state records the flavour).
-    assert _rerender(e2e, "--flavor", "obsidian")["written"] == 0
+    assert rerender_json(e2e, "--flavor", "obsidian")["written"] == 0
     assert {entry.get("flavor") for entry in _render_state(e2e).values()} == {"obsidian"}
-    assert _rerender(e2e, "--flavor", "obsidian", "--changed-only")["skipped"] == len(threads)
+    assert rerender_json(e2e, "--flavor", "obsidian", "--changed-only")["skipped"] == len(threads)
 
     # To github: every thread rewritten, though no input changed.
-    doc = _rerender(e2e, "--flavor", "github", "--changed-only")
+    doc = rerender_json(e2e, "--flavor", "github", "--changed-only")
     assert doc["written"] == len(threads), doc
     assert not any("[[" in p.read_text("utf-8") for t in threads for p in _pages(t))
     assert any("<details>" in p.read_text("utf-8") for t in threads for p in _pages(t))
-    assert _rerender(e2e, "--flavor", "github", "--changed-only")["skipped"] == len(threads)
-    assert _rerender(e2e)["written"] == 0  # github is the default
+    assert rerender_json(e2e, "--flavor", "github", "--changed-only")["skipped"] == len(threads)
+    assert rerender_json(e2e)["written"] == 0  # github is the default
 
     # `export` of one thread in obsidian: that thread's pages only.
     computer = next(t for t in threads if t.parent.name == "computer")
@@ -82,7 +72,7 @@ def test_obsidian_export_then_rerender_switches_flavours(e2e: E2E) -> None:
             assert not any("<details>" in x for x in texts)
     # Its pages were rewritten (and its thread.json, unless within the same second), so
     # --changed-only renders it back to github.
-    assert _rerender(e2e, "--changed-only")["written"] == 1
+    assert rerender_json(e2e, "--changed-only")["written"] == 1
 
     # And back, chosen by the config this time.
     e2e.config.write_text(
@@ -91,8 +81,8 @@ def test_obsidian_export_then_rerender_switches_flavours(e2e: E2E) -> None:
         ),
         encoding="utf-8",
     )
-    assert _rerender(e2e, "--changed-only")["written"] == len(threads)
-    assert _rerender(e2e)["written"] == 0
+    assert rerender_json(e2e, "--changed-only")["written"] == len(threads)
+    assert rerender_json(e2e)["written"] == 0
     assert not any("<details>" in p.read_text("utf-8") for t in threads for p in _pages(t))
     verify = e2e.offline("verify")
     assert verify.exit_code == 0, verify.output

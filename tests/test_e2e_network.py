@@ -8,14 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 from tests.e2e_support import (
     E2E,
-    FIXTURES,
     GRAPHQL_ENDPOINT,
     THREAD_ENDPOINT,
     by_endpoint,
     fixture_threads,
+    signed_in,
     thread_dirs,
 )
 
@@ -28,12 +27,10 @@ COUNCIL_UUID = "1a8f1da8-8aa6-52aa-8eeb-ae2a4072541d"
 @pytest.fixture
 def e2e(tmp_path: Path) -> Iterator[E2E]:
     # One page per thread detail (and per library listing): counts are then per thread.
-    with run_emulator(FIXTURES, page_size=100) as emu:
-        env = E2E(emu, tmp_path)
-        env.write_files(DEFAULT_EMAIL)
+    with signed_in(tmp_path, page_size=100) as env:
         result = env.cli("sync")
         assert result.exit_code == 0, result.output
-        emu.reset_stats()
+        env.emu.reset_stats()
         yield env
 
 

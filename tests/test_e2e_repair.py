@@ -23,6 +23,7 @@ from tests.e2e_support import (
     THREAD_ENDPOINT,
     by_endpoint,
     fixture_threads,
+    signed_in,
     thread_dirs,
     thread_uuid,
 )
@@ -30,9 +31,7 @@ from tests.e2e_support import (
 
 @pytest.fixture
 def e2e(tmp_path: Path) -> Iterator[E2E]:
-    with run_emulator(FIXTURES) as emu:
-        env = E2E(emu, tmp_path)
-        env.write_files(DEFAULT_EMAIL)
+    with signed_in(tmp_path) as env:
         yield env
 
 

@@ -4,7 +4,6 @@ renderer writes the same bytes online and offline)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,23 +11,13 @@ import pytest
 
 from pplx_export.archive.journal import journal_path
 from pplx_export.archive.render_state import STATE_NAME, load_state
-from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
-from tests.e2e_support import E2E, FIXTURES, thread_dirs, thread_uuid
+from tests.e2e_support import E2E, rerender_json, signed_in, thread_dirs, thread_uuid
 
 
 @pytest.fixture
 def e2e(tmp_path: Path) -> Iterator[E2E]:
-    with run_emulator(FIXTURES) as emu:
-        env = E2E(emu, tmp_path)
-        env.write_files(DEFAULT_EMAIL)
+    with signed_in(tmp_path) as env:
         yield env
-
-
-def _rerender(env: E2E, *args: str) -> dict[str, int]:
-    result = env.offline("re-render", "--json", "--jobs", "1", *args)
-    assert result.exit_code == 0, result.output
-    doc: dict[str, int] = json.loads(result.stdout)
-    return doc
 
 
 def test_after_sync_a_changed_only_rerender_renders_nothing(e2e: E2E) -> None:
@@ -41,12 +30,12 @@ def test_after_sync_a_changed_only_rerender_renders_nothing(e2e: E2E) -> None:
     assert set(load_state(e2e.out)) == rels
     assert journal_path(e2e.out / STATE_NAME).exists()
 
-    doc = _rerender(e2e, "--changed-only")
+    doc = rerender_json(e2e, "--changed-only")
     assert (doc["skipped"], doc["written"]) == (len(threads), 0), doc
     # ...which the next reader folds in.
     assert not journal_path(e2e.out / STATE_NAME).exists()
     assert set(load_state(e2e.out)) == rels
-    assert _rerender(e2e)["written"] == 0
+    assert rerender_json(e2e)["written"] == 0
 
     # One thread exported again: its record follows it, and it is still not re-rendered.
     computer = next(t for t in threads if t.parent.name == "computer")
@@ -60,5 +49,5 @@ def test_after_sync_a_changed_only_rerender_renders_nothing(e2e: E2E) -> None:
     assert {k: v for k, v in after.items() if k != rel} == {
         k: v for k, v in before.items() if k != rel
     }
-    doc = _rerender(e2e, "--changed-only")
+    doc = rerender_json(e2e, "--changed-only")
     assert (doc["skipped"], doc["written"]) == (len(threads), 0), doc
