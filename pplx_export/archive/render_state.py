@@ -28,9 +28,10 @@ never loads the file: it reads it alongside the listing, one line per directory
 A render appends its records to `index/rendered.journal` (archive/journal.py: one line per
 thread, appended and fsynced every few hundred threads, against the snapshot's `id`), in the
 listing's order, and never holds them; the end of the run merges the snapshot and the
-journal, both sorted, into a new snapshot (`compact`). A journal left by a killed run is
-replayed over the snapshot by the next one (its records are held until that run's end: the
-one case whose memory grows with the work).
+journal, both sorted, into a new snapshot (`compact`). A journal left by a killed run (or
+by exports, below) is replayed over the snapshot by the next run, which holds where each of
+its records starts until it ends: the one case whose memory grows with the work, bounded
+by `due`.
 
 An online export (`batch`, `export`, `pplx-ask`) records each thread it writes the same
 way, so the next `--changed-only` run skips it. Those records come in no order: `compact`

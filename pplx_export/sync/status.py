@@ -14,7 +14,7 @@ Detail tiers (`-v` is the shared verbose count), the same in the table and in `-
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Callable, Container
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -262,7 +262,7 @@ def print_status(doc: dict[str, Any], console: Console) -> None:
     print_upkeep(doc, say)
 
 
-def _accounts_table(doc: dict[str, Any], console: Console, say: Any) -> None:
+def _accounts_table(doc: dict[str, Any], console: Console, say: Callable[[str], None]) -> None:
     table = Table()
     table.add_column("account", overflow="fold")
     for column in ("threads", "index age", "ok", "err", "exp", "del", "new", "upd", "stop"):
@@ -290,7 +290,7 @@ def _accounts_table(doc: dict[str, Any], console: Console, say: Any) -> None:
             )
 
 
-def _details(doc: dict[str, Any], say: Any) -> None:
+def _details(doc: dict[str, Any], say: Callable[[str], None]) -> None:
     for acc in doc["accounts"]:
         todo = acc["next_batch"].get("todo")
         if todo:
