@@ -9,6 +9,7 @@ and line.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -249,10 +250,25 @@ def _parse_doc(path: Path, text: str, reason: str = "") -> TOMLDocument:
     try:
         doc: TOMLDocument = _tomlkit().parse(text)
     except ParseError as exc:
-        raise ConfigError(f"cannot parse config file {path}, line {exc.line}: {exc}") from None
+        raise ConfigError(_parse_error(path, str(exc), exc.line)) from None
     except TOMLKitError as exc:
-        raise ConfigError(f"cannot parse config file {path}: {reason or exc}") from None
+        raise ConfigError(_parse_error(path, reason or str(exc))) from None
     return doc
+
+
+# Both parsers append the place to their message: tomlkit "… at line 3 col 0", tomllib
+# "… (at line 3, column 10)". Taken off, so the place is said once, in front.
+_PLACE = re.compile(r"\s*(?:\(at line (\d+), column \d+\)|at line (\d+) col \d+)\s*$")
+
+
+def _parse_error(path: Path, message: str, line: int | None = None) -> str:
+    """`cannot parse config file PATH, line N: what` (no line when neither parser gave one)."""
+    match = _PLACE.search(message)
+    if match:
+        message = message[: match.start()]
+        line = line or int(match.group(1) or match.group(2))
+    place = f", line {line}" if line else ""
+    return f"cannot parse config file {path}{place}: {message.rstrip('. ')}"
 
 
 def _from_data(cfg: Config, data: dict[str, Any]) -> Config:

@@ -392,8 +392,10 @@ class PplxCommand(click.Command):
 def _where_epilog(formatter: click.HelpFormatter) -> None:
     formatter.write_paragraph()
     with formatter.indentation():
+        indent = " " * formatter.current_indent
         for line in where_text().split("\n\n"):
-            formatter.write_text(line)
+            # Whole, not wrapped to the terminal: a path cut at its hyphen cannot be pasted.
+            formatter.write(f"{indent}{line}\n")
 
 
 # ------------------------------------------------------------------ the group
