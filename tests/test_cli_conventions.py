@@ -168,4 +168,8 @@ def test_status_fits_80_columns(tmp_path: Path) -> None:
     buf = io.StringIO()
     print_status(doc, Console(file=buf, force_terminal=True, width=80, color_system=None))
     lines = buf.getvalue().splitlines()
-    assert lines and all(len(line) <= 80 for line in lines), max(lines, key=len)
+    # The archive's own path is printed whole on its line (a path cut in two cannot be
+    # pasted); its length is the test runner's (pytest-xdist's tmp paths are longer), not ours.
+    assert lines[0] == f"Archive {root}"
+    rest = lines[1:]
+    assert rest and all(len(line) <= 80 for line in rest), max(rest, key=len)

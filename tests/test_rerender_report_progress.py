@@ -122,6 +122,9 @@ def _refresh_threads() -> list[threading.Thread]:
 
 def test_rich_bar_without_refresh_thread_starts_no_thread() -> None:
     # Re-render forks its workers while the bar is up: no thread may hold a lock then.
+    # Another test's rich Live (outside progress_reporter) may still be winding down.
+    for stray in _refresh_threads():
+        stray.join(timeout=5)
     assert _refresh_threads() == []
     with progress_reporter("re-render", quiet=False, tty=True, refresh_thread=False) as bar:
         assert _refresh_threads() == []
@@ -130,3 +133,6 @@ def test_rich_bar_without_refresh_thread_starts_no_thread() -> None:
         bar.advance()
     with progress_reporter("re-render", quiet=False, tty=True) as bar:
         assert len(_refresh_threads()) == 1  # rich's refresh thread (batch, sync)
+    # Gone when the bar is: rich's Live.stop() only signals its thread; the reporter waits,
+    # so the next phase (which may fork) starts with no thread holding the console's lock.
+    assert _refresh_threads() == []

@@ -192,15 +192,28 @@ def progress_reporter(
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
     if unit != "threads":
         columns.append(TextColumn(unit))
-    with (
-        Progress(
-            *columns,
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=console or Console(stderr=True),
-            transient=True,
-            auto_refresh=refresh_thread,
-        ) as bar,
-        live_console(bar.console),
-    ):
-        yield _Rich(bar, label, manual=not refresh_thread)
+    before = set(threading.enumerate())
+    try:
+        with (
+            Progress(
+                *columns,
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=console or Console(stderr=True),
+                transient=True,
+                auto_refresh=refresh_thread,
+            ) as bar,
+            live_console(bar.console),
+        ):
+            yield _Rich(bar, label, manual=not refresh_thread)
+    finally:
+        _join_new_threads(before)
+
+
+def _join_new_threads(before: set[threading.Thread]) -> None:
+    """Wait for the refresh thread the bar started. rich's `Live.stop()` only signals it: it
+    may still be redrawing, holding the console's lock, when the next phase forks workers
+    (re-render) or starts its own bar."""
+    for thread in set(threading.enumerate()) - before:
+        if type(thread).__name__ == "_RefreshThread":
+            thread.join(timeout=2.0)
