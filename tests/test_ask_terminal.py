@@ -39,6 +39,7 @@ def wait_for(socket: str, needle: str, seen: list[str], limit: float = 30.0) -> 
     raise AssertionError(f"{needle!r} never showed; last screen:\n{seen[-1] if seen else ''}")
 
 
+@pytest.mark.slow
 def test_live_view_in_tmux(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text(

@@ -65,6 +65,7 @@ def _calibrate(env: E2E) -> float:
     return time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_then_rerun_leaves_a_complete_clean_archive(
     tmp_path: Path,
 ) -> None:
@@ -124,6 +125,7 @@ def test_sigkill_at_random_moments_then_rerun_leaves_a_complete_clean_archive(
         assert emu.stats()["by_thread"] == {}
 
 
+@pytest.mark.slow
 def test_ctrl_c_exits_130_and_a_rerun_completes(tmp_path: Path) -> None:
     rng = random.Random(SEED + 1)
     with run_emulator(FIXTURES, page_size=2, faults="latency=5ms") as emu:

@@ -76,3 +76,42 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
                     assert any(
                         "pip install" in ci_line and spec in ci_line for ci_line in ci_lines
                     ), f"CI does not install {spec}"
+
+
+CONSTRAINTS = REPO / "constraints.txt"
+
+
+def _pins() -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for line in CONSTRAINTS.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, sep, version = line.partition("==")
+            assert sep and version, f"constraints.txt: {line!r} is not pinned with =="
+            pins[_canonical(name)] = version
+    return pins
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_the_test_environment_is_the_locked_one() -> None:
+    """README and CI install through constraints.txt, and it pins every dependency the test
+    extras bring in (a new release of one cannot change what CI runs)."""
+    from importlib.metadata import requires
+
+    install = "-c constraints.txt -e '.[test]'"
+    assert any(install in command for line in fenced_lines() for command in commands(line))
+    ci = CI_RUN.read_text(encoding="utf-8")
+    assert f"pip install -q {install}" in ci
+    assert "pip install -q -c constraints.txt --upgrade pip" in ci
+    pins = _pins()
+    wanted = set()
+    for spec in requires("pplx-export") or []:
+        name = _canonical(re.split(r"[\s<>=!~;\[(]", spec, maxsplit=1)[0])
+        marker = spec.partition(";")[2]
+        if not marker or 'extra == "test"' in marker:
+            wanted.add(name)
+    assert wanted and wanted <= set(pins), f"not pinned: {sorted(wanted - set(pins))}"
+    assert "pip" in pins

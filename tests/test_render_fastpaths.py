@@ -6,6 +6,7 @@ import json
 import os
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -73,6 +74,7 @@ def test_squash_matches_its_definition(text: str) -> None:
     assert squash(text) == _squash_by_definition(text)
 
 
+@pytest.mark.slow
 def test_squash_every_code_point() -> None:
     for cp in range(0x110000):
         ch = chr(cp)
@@ -281,6 +283,7 @@ _JSON_PIECES = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None)
 @given(
     st.lists(_JSON_PIECES | st.text(max_size=3), max_size=8).map("".join)
