@@ -330,6 +330,30 @@ class ReportInfo:
         return {"title": self.title, "file_name": self.file_name, "url": self.url}
 
 
+@dataclass(frozen=True)
+class Loss:
+    """Content the raw entry holds that the parsed turn did not get (protocol §9.1): an
+    answer or sources in a shape this version does not read. Reported, never rendered as an
+    empty answer; a re-render by a version that reads the shape clears it."""
+
+    kind: str  # "answer" | "sources"
+    where: str  # the raw field it was found in, e.g. `text.response.answer_markdown`
+    size: int  # characters (answer) or items (sources)
+
+    def to_json(self) -> JSON:
+        return {"kind": self.kind, "where": self.where, "size": self.size}
+
+
+@dataclass(frozen=True)
+class MediaItem:
+    """An image or video attached to an answer (`media_items` block, §9.7)."""
+
+    url: str
+    kind: str = ""  # "image" | "video" | whatever the block says
+    title: str = ""
+    source: str = ""  # the page it was found on
+
+
 @dataclass
 class TurnMeta:
     report_info: ReportInfo | None = None
@@ -364,6 +388,10 @@ class Turn:
     search_mode: str = ""
     display_model: str = ""
     metadata: TurnMeta = field(default_factory=TurnMeta)
+    related: list[str] = field(default_factory=list)  # `related_queries` (§9.7)
+    media: list[MediaItem] = field(default_factory=list)  # `media_items` blocks (§9.7)
+    answer_form: str = ""  # which §9.1 form the answer came from (steps|object|blocks|text|plan)
+    losses: list[Loss] = field(default_factory=list)
 
 
 @dataclass
@@ -495,6 +523,11 @@ class Conversation:
     # for reports such as `verify`), and counting costs a few percent of a re-render.
     drift_scan: Callable[[], SchemaDrift] | None = field(default=None, repr=False, compare=False)
     _drift: SchemaDrift | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def losses(self) -> list[tuple[int, Loss]]:
+        """(turn index, loss) for every turn that did not get what its raw entry holds."""
+        return [(t.index, loss) for t in self.turns for loss in t.losses]
 
     @property
     def drift(self) -> SchemaDrift:

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from pplx_export.models import Citation
-from pplx_export.parse.answers import extract_answer, text_of, wf_block_answer
+from pplx_export.parse.answer_forms import extract_answer
+from pplx_export.parse.answers import text_of, wf_block_answer
 from pplx_export.parse.citations import dedupe, normalise, thread_citations, turn_citations
 from pplx_export.parse.steps import decode_steps
 

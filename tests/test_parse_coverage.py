@@ -13,6 +13,7 @@ from pplx_export.parse import parse_thread
 from pplx_export.parse.drift import KNOWN_ITEM_TYPES, scan
 from pplx_export.parse.steps import KNOWN_STEP_TYPES
 from pplx_export.parse.workflow import iter_steps, workflow_blocks
+from tests import live_shapes
 from tests.parse_support import FIXTURES, load_dir, thread_dirs
 
 
@@ -30,6 +31,10 @@ def test_fixtures_cover_every_step_and_item_type() -> None:
             for wf in workflow_blocks(entry):
                 for raw_step in iter_steps(wf):
                     item_types.update(i.get("type") for i in raw_step.get("items", []))
+    # The live site's shapes (tests/live_shapes.py): a blocks-only pro search's steps.
+    plain = live_shapes.pro_search()
+    del plain["entries"][0]["text"]
+    step_types.update(s.step_type for s in parse_thread(plain, web_uuid="x").turns[0].steps)
     assert step_types == KNOWN_STEP_TYPES | {"READ"}
     assert item_types == KNOWN_ITEM_TYPES
 

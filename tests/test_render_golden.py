@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from pplx_export.models import Conversation
+from pplx_export.parse import parse_thread
 from pplx_export.render import OBSIDIAN, render_thread
+from tests import live_shapes
 from tests.render_samples import SAMPLES
 
 HERE = Path(__file__).parent
@@ -55,6 +58,10 @@ def _fixtures() -> dict[str, Callable[[], Conversation]]:
     if ARCHIVE.is_dir():
         for raw in sorted(ARCHIVE.rglob("raw_entries.json")):
             found[raw.parent.name] = _archive_loader(raw.parent)
+    for name, (plain, blocks) in live_shapes.threads().items():
+        found[f"live-{name}"] = partial(
+            parse_thread, plain, blocks, None, web_uuid=live_shapes.THREAD
+        )
     return found
 
 

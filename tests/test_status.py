@@ -192,7 +192,7 @@ def test_status_json_cli(archive: tuple[Path, Path], no_network: None) -> None:
     doc = json.loads(result.stdout)
     assert doc["verbosity"] == 1
     assert set(doc) == {
-        *("archive", "now", "verbosity", "accounts", "state", "errors"),
+        *("archive", "now", "verbosity", "accounts", "state", "errors", "losses"),
         *("tombstoned", "credit_usage", "damaged"),
     }
     assert by_account(doc)["alice"]["next_batch"]["todo"][0]["title"] == "Brand new [draft]"

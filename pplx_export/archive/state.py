@@ -309,6 +309,7 @@ class BatchState:
         dir: str | None = None,
         now: datetime | None = None,
         note: str = "",
+        losses: int = 0,
     ) -> None:
         record: Record = {
             "status": "ok",
@@ -320,7 +321,21 @@ class BatchState:
             record["dir"] = dir
         if note:  # kept but flagged, e.g. a schematized listing that ended early
             record["note"] = note[:ERROR_MAX]
+        if losses:  # turns that lost content to a shape this version does not read (§9.1)
+            record["losses"] = losses
         self._set(uuid, record)
+
+    def set_losses(self, uuid: str, losses: int) -> bool:
+        """Record a re-render's count of content not read (0 clears it); False when the
+        thread has no record or the count is unchanged."""
+        old = self.threads.get(uuid)
+        if old is None or int(old.get("losses") or 0) == losses:
+            return False
+        record = {k: v for k, v in old.items() if k != "losses"}
+        if losses:
+            record["losses"] = losses
+        self._set(uuid, record)
+        return True
 
     def mark_error(
         self,

@@ -27,9 +27,11 @@ KEY_ORDER = (
     "exported_at",
     "interruptions",
     "answer_variants",
+    "losses",
+    "loss_details",
     "remote_deleted",
 )
-OPTIONAL_KEYS = ("interruptions", "answer_variants")
+OPTIONAL_KEYS = ("interruptions", "answer_variants", "losses", "loss_details")
 
 
 def report_info_of(conv: Conversation) -> JSON | None:
@@ -69,6 +71,12 @@ def build_thread_json(
         fresh["interruptions"] = [i.to_json() for i in conv.interruptions]
     if conv.answer_variants:
         fresh["answer_variants"] = conv.answer_variants
+    losses = conv.losses
+    if losses:
+        # Content the raw files hold that this version could not read (§9.1): counted for
+        # `status`, detailed for a bug report; absent once a re-render reads it.
+        fresh["losses"] = len(losses)
+        fresh["loss_details"] = [{"turn": n, **loss.to_json()} for n, loss in losses]
     existing = existing or {}
     if conv.thread_access is None and existing.get("threadAccess") is not None:
         # The earlier tool recorded a value here that the raw files do not carry; keep it.

@@ -58,21 +58,13 @@ def _final_answer(raw_answer: Any, decoded: Any) -> str | None:
     return None
 
 
-def extract_answer(
-    entry: dict[str, Any], steps: list[Step], finals: list[tuple[Step, Any]] | None = None
-) -> str:
-    """`finals`: `final_answers(steps)`, when the caller has it already."""
-    for step, decoded in reversed(final_answers(steps) if finals is None else finals):
+def final_step_answer(finals: list[tuple[Step, Any]]) -> str:
+    """The answer of the last FINAL step that has one (`finals`: `final_answers(steps)`)."""
+    for step, decoded in reversed(finals):
         answer = _final_answer(step.content.get("answer"), decoded)
         if answer is not None:
             return answer
-    plan = as_dict(decode_json(entry.get("plan")))
-    descriptions = [
-        as_str(goal.get("description"))
-        for goal in dicts(plan.get("goals"))
-        if len(as_str(goal.get("description"))) > PLAN_MIN
-    ]
-    return max(descriptions, key=len) if descriptions else ""
+    return ""
 
 
 def wf_block_answer(wf_block: dict[str, Any] | None) -> str:

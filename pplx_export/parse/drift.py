@@ -1,4 +1,5 @@
-"""Schema drift: unknown step types, item types, workflow statuses and block usages.
+"""Schema drift: unknown step types, item types, workflow statuses, block usages and step
+content keys.
 
 Nothing unknown is dropped by the parser; this pass only counts what the renderer will show
 as a placeholder, so `verify` can report a platform change as a warning.
@@ -31,7 +32,31 @@ KNOWN_ITEM_TYPES = frozenset(
 KNOWN_STATUSES = frozenset(
     {"", "COMPLETED", "WORKFLOW_COMPLETED", "WORKFLOW_AWAITING_NEXT_STEPS", "WORKFLOW_CANCELED"}
 )
-KNOWN_USAGES = frozenset({"plan", "workflow_root", "web_results", "unified_assets", "ask_text"})
+KNOWN_USAGES = frozenset(
+    {
+        "plan",
+        "workflow_root",
+        "web_results",
+        "unified_assets",
+        "ask_text",
+        # §9.7: read since the live captures (steps, images and videos, sources rows).
+        "pro_search_steps",
+        "media_items",
+        "sources_answer_mode",
+    }
+)
+# The content keys of `pro_search_steps` steps (§9.7) the step renderer knows.
+KNOWN_CONTENT_KEYS = frozenset(
+    {
+        "content",
+        "initial_query_content",
+        "attachment_content",
+        "search_web_content",
+        "web_results_content",
+        "url_navigate_content",
+        "terminate_content",
+    }
+)
 _MARKDOWN_USAGE = re.compile(r"^ask_text_\d+_markdown$")
 
 
@@ -44,6 +69,21 @@ def _item_dicts(drift: SchemaDrift, items: list[dict[str, Any]]) -> None:
         kind = as_str(item.get("type"))
         if kind not in KNOWN_ITEM_TYPES:
             drift.add("item_type", kind or "(missing)")
+
+
+def _blocks(drift: SchemaDrift, entry: dict[str, Any]) -> None:
+    for block in dicts(entry.get("blocks")):
+        usage = as_str(block.get("intended_usage"))
+        if usage not in KNOWN_USAGES and not _MARKDOWN_USAGE.match(usage):
+            drift.add("block_usage", usage or "(missing)")
+        elif usage == "pro_search_steps":
+            for step in dicts(as_dict(block.get("plan_block")).get("steps")):
+                kind = as_str(step.get("step_type"))
+                if kind not in KNOWN_STEP_TYPES:
+                    drift.add("step_type", kind or "(missing)")
+                for name in step:
+                    if name.endswith("content") and name not in KNOWN_CONTENT_KEYS:
+                        drift.add("step_content", name)
 
 
 def _status(drift: SchemaDrift, value: Any) -> None:
@@ -79,11 +119,10 @@ def scan(
                     drift.add("step_type", kind or "(missing)")
                 _items(drift, as_dict(decode_json(step.get("content"))).get("workflow_items"))
     for key in ("entries", "background_entries"):
+        for entry in dicts(plain.get(key)):
+            _blocks(drift, entry)  # plain entries without `text` carry blocks too (§9.1)
         for entry in dicts(as_dict(blocks).get(key)):
-            for block in dicts(entry.get("blocks")):
-                usage = as_str(block.get("intended_usage"))
-                if usage not in KNOWN_USAGES and not _MARKDOWN_USAGE.match(usage):
-                    drift.add("block_usage", usage or "(missing)")
+            _blocks(drift, entry)
             for wf in workflow_blocks(entry):
                 _status(drift, wf.get("status"))
                 for ws in walks(wf):

@@ -95,13 +95,17 @@ def plain_mode(
 def needs_blocks(
     plain: dict[str, Any], index_row: dict[str, Any] | None = None, url: str = ""
 ) -> bool:
-    """§2.4: fetch the schematized response for block modes, or when `search` is uncertain."""
+    """§2.4: fetch the schematized response for block modes, or when `search` is uncertain,
+    or when an entry has no `text` to read its answer from (§9.1: blocks only)."""
     if not isinstance(plain, dict):
         return False
     mode, _ = plain_mode(plain, index_row, url)
     if mode in BLOCK_MODES:
         return True
-    return not any(as_str(e.get("display_model")) for e in dicts(plain.get("entries")))
+    entries = dicts(plain.get("entries"))
+    if any(not as_str(e.get("text")).strip() and not e.get("blocks") for e in entries):
+        return True
+    return not any(as_str(e.get("display_model")) for e in entries)
 
 
 def aggregate_search_mode(entries: list[Any]) -> str:

@@ -27,6 +27,7 @@ KNOWN_STEP_TYPES = frozenset(
         "CREATE_CHART",
         "GENERATE_IMAGE_RESULTS",
         "COUNCIL_RESEARCH",
+        "TERMINATE",  # the last of a pro search's steps (§9.7); it carries nothing to show
     }
 )
 
@@ -46,7 +47,11 @@ def step_from_raw(raw: dict[str, Any]) -> Step:
 
 def decode_steps(text: Any) -> list[Step]:
     """`text` -> steps. Not a JSON array -> no steps; non-dict items are skipped."""
-    decoded = decode_json(text)
+    return steps_of(decode_json(text))
+
+
+def steps_of(decoded: Any) -> list[Step]:
+    """The steps of an already decoded `text` (an object or a string has none)."""
     if not isinstance(decoded, list):
         return []
     return [step_from_raw(item) for item in decoded if isinstance(item, dict)]

@@ -19,6 +19,7 @@ from pplx_export.parse.attribution import attribute
 from pplx_export.parse.citations import thread_citations
 from pplx_export.parse.drift import scan
 from pplx_export.parse.interruptions import build_registry, workflow_warnings
+from pplx_export.parse.losses import LOSS_NOTE, find_losses, loss_line
 from pplx_export.parse.mode import COMPUTER_ROW_MODES, detect_mode, row_mode
 from pplx_export.parse.mode_tables import WORKFLOW_MODES
 from pplx_export.parse.subagents import build_sub_map, council_agent, council_payloads
@@ -109,18 +110,35 @@ def _web_uuid(web_uuid: str, index_row: dict[str, Any] | None, entries: list[Any
     )
 
 
+def _twins(blocks: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The schematized response's main entries by uuid (a plain entry's twin)."""
+    out: dict[str, dict[str, Any]] = {}
+    for entry in dicts(as_dict(blocks).get("entries")):
+        uuid = as_str(entry.get("uuid"))
+        if uuid:
+            out.setdefault(uuid, entry)
+    return out
+
+
 def _build_turns(
-    entries: list[Any], warnings: list[str], decoded: dict[int, list[Step]] | None = None
+    entries: list[Any],
+    warnings: list[str],
+    decoded: dict[int, list[Step]] | None = None,
+    twins: dict[str, dict[str, Any]] | None = None,
 ) -> list[Turn]:
-    """Turns in time order; `decoded` collects each entry's steps by `id(entry)` (drift.scan
-    reuses them instead of decoding the step JSON again)."""
+    """Turns in conversation order; `decoded` collects each entry's steps by `id(entry)`
+    (drift.scan reuses them instead of decoding the step JSON again).
+
+    Pages may come newest window first (§9.2), so the order is the turns' times, page order
+    breaking ties and ordering entries that carry no time at all."""
     turns = []
+    twins = twins or {}
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             warnings.append(f"entries[{i}] is not an object ({type(entry).__name__}); skipped")
             continue
         try:
-            turn = build_turn(entry, i + 1)
+            turn = build_turn(entry, i + 1, twins.get(as_str(entry.get("uuid"))))
             turns.append(turn)
             if decoded is not None:
                 decoded[id(entry)] = turn.steps
@@ -133,6 +151,21 @@ def _build_turns(
     for n, turn in enumerate(turns, start=1):
         turn.index = n
     return turns
+
+
+def _check_losses(
+    conv: Conversation, entries: list[Any], twins: dict[str, dict[str, Any]], warnings: list[str]
+) -> None:
+    """§9.1: a turn that came out without the answer or sources its raw entry holds."""
+    by_uuid = {as_str(e.get("uuid")): e for e in dicts(entries) if e.get("uuid")}
+    check_sources = conv.mode not in WORKFLOW_MODES
+    for turn in conv.turns:
+        entry = by_uuid.get(turn.uuid)
+        if entry is None:
+            continue
+        turn.losses = find_losses(turn, entry, twins.get(turn.uuid), check_sources=check_sources)
+        for loss in turn.losses:
+            warnings.append(f"{LOSS_NOTE} turn {turn.index}: {loss_line(loss)}")
 
 
 def _turn_sub_agents(turn: Turn, sub_map: dict[str, SubAgent], walks: BlockWalks) -> list[SubAgent]:
@@ -222,7 +255,8 @@ def parse_thread(
         blocks = None
 
     decoded: dict[int, list[Step]] = {}
-    turns = _build_turns(entries, warnings, decoded)
+    twins = _twins(blocks)
+    turns = _build_turns(entries, warnings, decoded, twins)
     url = url or thread_url(uuid, row)
     mode, mode_warnings = detect_mode(
         metadata, row, url, [s for t in turns for s in t.steps], entries
@@ -274,6 +308,7 @@ def parse_thread(
     if info is not None:
         conv.report = Report(info=info, candidates=report_candidates(info, conv.assets))
     conv.interruptions = build_registry(conv.turns, conv.appendix)
+    _check_losses(conv, entries, twins, warnings)
     conv.drift_scan = partial(scan, plain, blocks, decoded, walks)
     conv.warnings = warnings
     for line in warnings:

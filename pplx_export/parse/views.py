@@ -395,7 +395,9 @@ def _goals(entry: dict[str, Any]) -> list[str]:
     for plan in plans:
         for goal in dicts(as_dict(plan).get("goals")):
             desc = as_str(goal.get("description")).strip("\n")
-            if desc.strip():
+            # The `plan` field, the `plan` block and the `pro_search_steps` block can all
+            # list the same goals (§9.7): each is shown once.
+            if desc.strip() and desc not in out:
                 out.append(desc)
     return out
 

@@ -17,7 +17,7 @@ from typing import Any
 from pplx_export.errors import UsageError
 from pplx_export.net.client import ApiClient
 from pplx_export.net.sse import read_until_final
-from pplx_export.parse.answers import extract_answer
+from pplx_export.parse.answer_forms import extract_answer
 from pplx_export.parse.mode_tables import SEARCH_MODE_MAP
 from pplx_export.parse.steps import decode_steps
 from pplx_export.perplexity import constants as C

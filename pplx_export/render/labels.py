@@ -122,6 +122,10 @@ class Labels:
     to_answer: str
     to_conclusion: str
     answer_rewritten: str
+    answer_lost: str  # {what}: the loss line; the answer the raw entry holds was not read
+    sources_lost: str
+    related: str
+    media: str
     stub_work: str
     stub_work_link: str
     # generated files
@@ -259,6 +263,17 @@ EN = Labels(
         "✎ Rewritten answer: the platform replaced this answer with an experiment variant"
         " (the original is not archived)."
     ),
+    answer_lost=(
+        "⚠ Answer not read: the raw entry holds an answer ({size} characters in `{where}`)"
+        " in a shape this version of pplx-export does not read. It is kept in the raw files;"
+        " a re-render by a version that reads it shows it here."
+    ),
+    sources_lost=(
+        "⚠ Sources not read: the raw entry holds sources ({size} in `{where}`) that this"
+        " version of pplx-export does not read; they are kept in the raw files."
+    ),
+    related="Related",
+    media="Images and videos",
     stub_work="The sub-agent work reported in this turn is in {link}.",
     stub_work_link="its turn file",
     files="Files",
@@ -370,6 +385,17 @@ ZH = Labels(
     to_answer="→ 见下方最终回答",
     to_conclusion="→ 见下方结论",
     answer_rewritten="✎ 回答已被改写：平台以实验变体替换了此回答（原回答未存档）。",
+    answer_lost=(
+        "⚠ 回答未能读取：原始条目含有回答（`{where}` 中 {size} 个字符），"
+        "但其格式本版本 pplx-export 尚不能读取。原始文件已保留；"
+        "能读取该格式的版本重新渲染后会显示于此。"
+    ),
+    sources_lost=(
+        "⚠ 来源未能读取：原始条目含有 {size} 个来源（`{where}` 中），"
+        "本版本尚不能读取；原始文件已保留。"
+    ),
+    related="相关问题",
+    media="图片与视频",
     stub_work="本轮报告的子代理工作见{link}。",
     stub_work_link="本轮文件",
     files="文件",

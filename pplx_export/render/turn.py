@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from pplx_export.models import Turn
 from pplx_export.parse.mode_tables import WORKFLOW_MODES
 from pplx_export.render.cite import citation_lines, definitions, link_markers, turn_cites
@@ -12,7 +14,16 @@ from pplx_export.render.page import front_matter, nav_line, turn_file
 from pplx_export.render.plan import plan_block
 from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.subagents import render_stub_section
-from pplx_export.render.text import demote, finish, join_blocks, model_links, one_line, quote, ts
+from pplx_export.render.text import (
+    demote,
+    finish,
+    join_blocks,
+    link,
+    model_links,
+    one_line,
+    quote,
+    ts,
+)
 from pplx_export.render.workflow import render_wf_block
 
 
@@ -34,9 +45,48 @@ def answer_md(ctx: Ctx, text: str) -> str:
 
 def linked_answer(ctx: Ctx, turn: Turn, inline: bool, top: int) -> str:
     """The answer with its headings from level `top` down (below the page's turn and Answer
-    headings) and its `[n]` markers made links to the turn's sources."""
-    md = demote(answer_md(ctx, turn_answer(turn)), top)
-    return link_markers(md, turn_cites(ctx, turn), inline)
+    headings) and its `[n]` markers made links to the turn's sources. A turn that lost its
+    answer or sources to a shape this version does not read says so (§9.1), never "(none)"."""
+    notes = loss_notes(ctx, turn)
+    answer = turn_answer(turn)
+    if not answer.strip() and notes:
+        return notes
+    md = link_markers(demote(answer_md(ctx, answer), top), turn_cites(ctx, turn), inline)
+    return join_blocks([md, notes]) if notes else md
+
+
+def loss_notes(ctx: Ctx, turn: Turn) -> str:
+    lb = ctx.labels
+    lines = [
+        (lb.answer_lost if loss.kind == "answer" else lb.sources_lost).format(
+            size=f"{loss.size:,}", where=loss.where
+        )
+        for loss in turn.losses
+    ]
+    return join_blocks([quote(line) for line in lines])
+
+
+def related_section(ctx: Ctx, turn: Turn) -> str:
+    """`## Related`: the next questions the platform suggested (`related_queries`)."""
+    if not turn.related:
+        return ""
+    return join_blocks(
+        [f"## {ctx.labels.related}", "\n".join(f"- {one_line(q)}" for q in turn.related)]
+    )
+
+
+def media_section(ctx: Ctx, turn: Turn) -> str:
+    """The images and videos attached to the answer (`media_items` blocks), linked."""
+    if not turn.media:
+        return ""
+    lines = []
+    for item in turn.media:
+        label = item.title or item.kind or item.url
+        kind = f" ({item.kind})" if item.kind and item.title else ""
+        host = urlsplit(item.source).hostname or item.source
+        page = f" — {link(host, item.source, ctx.flavor)}" if item.source else ""
+        lines.append(f"- {link(label, item.url, ctx.flavor)}{kind}{page}")
+    return join_blocks([f"## {ctx.labels.media}", "\n".join(lines)])
 
 
 def rewritten_note(ctx: Ctx, turn: Turn) -> str:
@@ -94,6 +144,8 @@ def render_turn(ctx: Ctx, turn: Turn) -> str:
         f"## {lb.answer}",
         rewritten_note(ctx, turn),
         shown_answer,
+        media_section(ctx, turn),
+        related_section(ctx, turn),
     ]
     if ctx.files.of_entry(turn.uuid):  # most turns made no file: no need to join the page
         blocks.append(turn_files(ctx, turn, join_blocks(blocks)))

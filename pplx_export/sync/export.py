@@ -26,6 +26,7 @@ from pplx_export.errors import SchemaError, UsageError
 from pplx_export.parse import needs_blocks
 from pplx_export.parse.interruptions import WORKFLOW_NOTE
 from pplx_export.parse.last_updated import same_last_updated
+from pplx_export.parse.losses import LOSS_NOTE
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.thread import IncompleteThread
 from pplx_export.search.index import update_threads
@@ -132,6 +133,7 @@ class Exporter:
             dir=directory.relative_to(self.root).as_posix(),
             now=now,
             note=incomplete,
+            losses=len(conv.losses),
         )
         rel = directory.relative_to(self.root).as_posix()
         self._record_render(rel, directory, result)
@@ -193,6 +195,8 @@ def _log_parse_notes(web_uuid: str, notes: list[str]) -> None:
     only; anything else the parser had to work around is shown."""
     for note in dict.fromkeys(notes):
         level = logging.DEBUG if note.startswith(WORKFLOW_NOTE) else logging.INFO
+        if note.startswith(LOSS_NOTE):
+            level = logging.WARNING  # an answer or sources the archive would not show
         log.log(level, "thread %s: %s", web_uuid[:8], note)
 
 

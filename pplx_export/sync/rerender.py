@@ -58,6 +58,7 @@ class RerenderSummary:
     files_removed: int = 0
     redacted_tokens: int = 0
     variant_hits: int = 0
+    lossy: int = 0  # threads with content the parser did not read (§9.1)
     failures: list[tuple[str, str]] = field(default_factory=list)
     elapsed: float = 0.0
     dry_run: bool = False
@@ -71,6 +72,7 @@ class RerenderSummary:
         self.files_removed += o.files_removed
         self.redacted_tokens += o.redacted_tokens
         self.variant_hits += len(o.variant_hits)
+        self.lossy += bool(o.losses)
         if o.status == "failed":
             self.failures.append((o.rel, o.error))
         self.would_change += [(f"{o.rel}/{name}", "write") for name in o.would_write]
@@ -92,6 +94,7 @@ class RerenderSummary:
             "files_removed": self.files_removed,
             "redacted_tokens": self.redacted_tokens,
             "answer_variant_hits": self.variant_hits,
+            "threads_with_losses": self.lossy,
             "elapsed_s": round(self.elapsed, 3),
             "failures": [{"dir": rel, "reason": reason} for rel, reason in self.failures],
         }
@@ -112,6 +115,8 @@ class RerenderSummary:
             parts.append(f"{self.redacted_tokens} write tokens redacted")
         if self.variant_hits:
             parts.append(f"{self.variant_hits} answer-variant hits")
+        if self.lossy:
+            parts.append(f"{self.lossy} with content not read (see the warnings)")
         text = "re-render: " + ", ".join(parts) + f" in {self.elapsed:.1f}s"
         return "\n".join(textwrap.wrap(text, 80, subsequent_indent="  "))
 
@@ -202,6 +207,10 @@ def _render(
     rendered = outcomes(
         root, todo, len(todo), lang=lang, dry_run=dry_run, jobs=jobs, engine=engine, signatures=held
     )
+    # Threads whose count of content not read changed (rare): the batch state learns it
+    # at the end, so `status` lists what a new parser still cannot read, and no longer
+    # what it now reads.
+    loss_counts: dict[str, int] = {}
     try:
         for o in rendered:
             if o.disk_full:
@@ -218,6 +227,10 @@ def _render(
                 # To the journal only: the run never looks at this thread again, so the
                 # record is not kept in memory (flat memory whatever the archive's size).
                 recorded.record(o.rel, o.fingerprint)
+            for line in o.losses:
+                log.warning("%s: %s", o.rel, line)
+            if o.losses_changed is not None:
+                loss_counts[o.losses_changed[0]] = o.losses_changed[1]
             if o.variant_hits and not dry_run:
                 warn_variants(o.variant_hits)
                 append_variant_log(root, o.variant_hits, source="offline")
@@ -228,6 +241,20 @@ def _render(
         search_index.close()
     finally:
         facts.close()
+        if loss_counts:
+            _record_losses(root, loss_counts)
+
+
+def _record_losses(root: Path, counts: dict[str, int]) -> None:
+    from pplx_export.archive.state import BatchState
+
+    state = BatchState.load(root)
+    if any([state.set_losses(uuid, n) for uuid, n in counts.items()]):
+
+        def compact() -> None:
+            state.compact()
+
+        _disk_full_is_one_line(compact)
 
 
 class Todo:

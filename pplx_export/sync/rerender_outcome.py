@@ -25,6 +25,11 @@ class ThreadOutcome:
     redacted_tokens: int = 0
     error: str = ""
     variant_hits: list[JSON] = field(default_factory=list)
+    # One line per turn that did not get the answer or sources its raw entry holds (§9.1).
+    losses: list[str] = field(default_factory=list)
+    # Set when the count differs from thread.json's before this render (a parser that now
+    # reads a shape clears it): the parent then updates the batch state for `status`.
+    losses_changed: tuple[str, int] | None = None  # (web uuid, new count)
     fingerprint: JSON | None = None  # the new render_state record, when it changed
     disk_full: str = ""  # the file a full disk refused: the whole run stops (see rerender)
     # Dry run only: the files (relative to the thread) that would be rewritten / removed.

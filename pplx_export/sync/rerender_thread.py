@@ -26,6 +26,7 @@ from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.archive.writer import FastPath, write_thread
 from pplx_export.errors import ArchiveError, DiskFull, SchemaError
 from pplx_export.models import JSON, Conversation
+from pplx_export.parse.losses import LOSS_NOTE, loss_line
 from pplx_export.search.index import fresh_rows
 from pplx_export.sync.assemble import Engine, default_engine, render_files
 from pplx_export.sync.relation_facts import facts_record
@@ -222,11 +223,14 @@ def _rerender_thread(
         files_removed=len(result.removed),
         redacted_tokens=result.redacted_tokens,
         variant_hits=result.variant_hits,
+        losses=[f"{LOSS_NOTE} turn {n}: {loss_line(loss)}" for n, loss in conv.losses],
         # Only a record that changed travels back (a worker's outcome is pickled).
         fingerprint=None if record == recorded else record,
         would_write=list(result.written) if dry_run else [],
         would_remove=list(result.removed) if dry_run else [],
     )
+    if not dry_run and int(doc.get("losses") or 0) != len(conv.losses):
+        outcome.losses_changed = (web_uuid, len(conv.losses))
     if not dry_run:
         now_doc = result.thread_doc or doc
         if indexed is not None:

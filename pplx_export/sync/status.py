@@ -188,6 +188,13 @@ def collect_status(
             entry["title"] = as_str(record.get("title"))
             entry["failed_at"] = as_str(record.get("failed_at"))
         errors.append(entry)
+    # Threads that lost content to a shape the parser did not read (§9.1), as recorded by
+    # the export or re-render that found it.
+    losses = [
+        {"uuid": uuid, "dir": as_str(record.get("dir")), "losses": int(record["losses"])}
+        for uuid, record in sorted(state.threads.items())
+        if isinstance(record.get("losses"), int) and record["losses"] > 0
+    ]
     doc: dict[str, Any] = {
         "archive": str(root),
         "now": format_utc(now),
@@ -205,6 +212,7 @@ def collect_status(
             "not_in_any_index_by_folder": dict(sorted(unindexed.items())),
         },
         "errors": errors,
+        "losses": losses,
         "damaged": [
             {"uuid": uuid, "dir": rel, "reason": reason}
             for uuid, (rel, reason) in sorted(damaged.items())
@@ -309,6 +317,15 @@ def _details(doc: dict[str, Any], say: Callable[[str], None]) -> None:
         say(f"\ndamaged raw files ({len(doc['damaged'])}; the next batch fetches them again):")
         for bad in doc["damaged"]:
             say(f"  {bad['uuid']}  {bad['dir']}: {bad['reason']}")
+    if doc["losses"]:
+        n = len(doc["losses"])
+        say(
+            f"\ncontent not read ({n} thread{'s' if n != 1 else ''}: an answer or sources in a "
+            "shape this version does not read, kept in the raw files; `pplx-export verify` "
+            "names each turn):"
+        )
+        for lost in doc["losses"]:
+            say(f"  {lost['uuid']}  {lost['dir']}: {lost['losses']} turn(s)")
     if doc["errors"]:
         say(f"\nerrors ({len(doc['errors'])}):")
         for err in doc["errors"]:

@@ -54,6 +54,7 @@ KINDS = {
     "thread_json": "thread.json",
     "raw": "raw files",
     "stale": "stale derived files",
+    "loss": "content not read",
     "manifest": "assets manifest",
     "debris": "temp/trash leftovers",
     "state": "state vs directories",
@@ -86,7 +87,7 @@ class ThreadCheck:
 
 @dataclass
 class DriftItem:
-    kind: str  # step_type | item_type | status | block_usage
+    kind: str  # step_type | item_type | status | block_usage | step_content
     value: str
     count: int = 0
     threads: int = 0
@@ -252,11 +253,15 @@ def _check_thread(check: ThreadCheck, root: Path, rel: str, lang: str, flavor: s
             return
     if doc is None or plain is None or not isinstance(web_uuid, str):
         return
+    from pplx_export.parse.losses import loss_line
     from pplx_export.parse.thread import parse_archived
 
     engine = default_engine(flavor)
     conv = parse_archived(engine.parse, plain, blocks, doc, mode_folder)
     check.drift = dict(conv.drift.counts)
+    for n, loss in conv.losses:
+        # Not fixable here: the raw files hold it, this version cannot read it (§9.1).
+        check.add("loss", f"turn {n}: {loss_line(loss)}")
     if not conv.raw_plain:
         conv.raw_plain = plain
     if conv.raw_blocks is None and blocks is not None:
