@@ -15,7 +15,7 @@ import pytest
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 from pplx_export.parse import answer_forms, parse_thread, turns
 from tests import live_shapes as L
-from tests.e2e_support import E2E, thread_dirs
+from tests.e2e_support import E2E, FIDELITY, run_fidelity, thread_dirs
 
 UUIDS = {
     "object-text": "1a2b3c4d-0001-4000-8000-000000000001",
@@ -100,6 +100,11 @@ def test_every_form_is_exported_and_an_unknown_one_is_loud_until_it_is_read(
         assert "losses" not in json.loads((_dir(e2e, name) / "thread.json").read_text())
     sources = json.loads((_dir(e2e, "blocks-only") / "sources.json").read_text())
     assert sources["count"] == 2  # the schematized web_results block, fetched for it
+    if FIDELITY.is_file():  # the shared content-recall check reads every §9.1 form too
+        done = run_fidelity(e2e.out)
+        for name in ("object-text", "blocks-only", "markdown-text", "pro-search"):
+            line = next(ln for ln in done.stdout.splitlines() if UUIDS[name][:8] in ln)
+            assert line.startswith("100.00%"), line
 
     lossy = _dir(e2e, "unknown-shape")
     doc = json.loads((lossy / "thread.json").read_text(encoding="utf-8"))
@@ -109,7 +114,7 @@ def test_every_form_is_exported_and_an_unknown_one_is_loud_until_it_is_read(
     turn = (lossy / "turns" / "turn_0001.md").read_text(encoding="utf-8")
     assert "⚠ Answer not read" in turn and "(none)" not in turn
     status = e2e.offline("status")
-    assert "content not read (1 thread" in status.stdout
+    assert "content not read: 1 thread holds" in status.stdout
     assert UUIDS["unknown-shape"] in status.stdout
     status_doc = json.loads(e2e.offline("status", "--json").stdout)
     assert [t["uuid"] for t in status_doc["losses"]] == [UUIDS["unknown-shape"]]

@@ -320,12 +320,12 @@ def _details(doc: dict[str, Any], say: Callable[[str], None]) -> None:
     if doc["losses"]:
         n = len(doc["losses"])
         say(
-            f"\ncontent not read ({n} thread{'s' if n != 1 else ''}: an answer or sources in a "
-            "shape this version does not read, kept in the raw files; `pplx-export verify` "
-            "names each turn):"
+            f"\ncontent not read: {n} thread{'s hold' if n != 1 else ' holds'} an answer or "
+            "sources in a shape\nthis version does not read (kept in the raw files; "
+            "`pplx-export verify` names\neach turn):"
         )
         for lost in doc["losses"]:
-            say(f"  {lost['uuid']}  {lost['dir']}: {lost['losses']} turn(s)")
+            say(f"  {lost['uuid']}  {lost['dir']}: {lost['losses']} lost")
     if doc["errors"]:
         say(f"\nerrors ({len(doc['errors'])}):")
         for err in doc["errors"]:

@@ -158,6 +158,12 @@ class VerifyReport:
         for p in self.remaining:
             out.append(f"  {KINDS[p.kind]}: {p.where}")
             out.append(f"    {p.detail}")
+        if any(p.kind == "loss" for p in self.remaining):
+            out.append(
+                "content not read: --fix cannot repair it; the raw files keep it, and a "
+                "pplx-export\nthat reads the shape shows it after `re-render` (please report "
+                "the shape)"
+            )
         return out
 
 
