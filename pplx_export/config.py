@@ -59,12 +59,18 @@ class Account:
     user_id: str = ""
 
 
+LISTINGS = ("auto", "rest", "graphql")
+
+
 @dataclass
 class NetworkSettings:
     min_interval: float = 3.0
     max_retries: int = 5
     backoff_cap: float = 300.0
     timeout: float = 120.0
+    # Which library listing is tried first: "auto" (the one that worked last time, else
+    # REST), "rest" or "graphql"; the other is always the second (perplexity/library.py).
+    listing: str = "auto"
 
 
 @dataclass
@@ -309,7 +315,13 @@ def _from_data(cfg: Config, data: dict[str, Any]) -> Config:
             max_retries=int(_num(net, "max_retries", defaults.max_retries, path)),
             backoff_cap=_num(net, "backoff_cap", defaults.backoff_cap, path),
             timeout=_num(net, "timeout", defaults.timeout, path),
+            listing=_str(net, "listing", path) or defaults.listing,
         )
+        if cfg.network.listing not in LISTINGS:
+            raise ConfigError(
+                f"{path}: [network] listing must be one of {', '.join(LISTINGS)}, "
+                f"not {cfg.network.listing!r}"
+            )
     return cfg
 
 

@@ -58,9 +58,13 @@ class E2E:
     def cookies(self) -> Path:
         return self.tmp / "cookies.json"
 
-    def write_files(self, email: str, cookies: dict[str, str] | None = None) -> None:
+    def write_files(
+        self, email: str, cookies: dict[str, str] | None = None, *, listing: str = ""
+    ) -> None:
+        """The config (`listing`: its `[network] listing`, else the default) and cookies."""
+        chosen = f'listing = "{listing}"\n' if listing else ""
         self.config.write_text(
-            "[network]\nmin_interval = 0\nbackoff_cap = 0\n\n"
+            f"[network]\nmin_interval = 0\nbackoff_cap = 0\n{chosen}\n"
             f'[accounts.{self.account}]\nemail = "{email}"\n',
             encoding="utf-8",
         )

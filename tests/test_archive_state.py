@@ -59,7 +59,7 @@ def test_every_mark_is_saved_at_once_in_the_v1_format(tmp_path: Path) -> None:
         "threads": {
             "u-ok": {
                 "status": "ok",
-                "lastUpdated": "2042-01-01T00:00:00Z",
+                "lastUpdated": "2042-01-01T00:00:00.000000Z",
                 "title": "T" * 80,
                 "exported_at": STAMP,
                 "dir": "a/b",
@@ -106,7 +106,7 @@ def test_a_failed_retry_keeps_the_directory_of_the_earlier_export(tmp_path: Path
 
 def test_legacy_flat_format_is_read_and_rewritten_as_v1(tmp_path: Path) -> None:
     legacy = {
-        "u1": {"status": "ok", "lastUpdated": "2042-01-01T00:00:00.5Z", "title": "a"},
+        "u1": {"status": "ok", "lastUpdated": "2042-01-01T00:00:00.500000Z", "title": "a"},
         "u2": {"status": "expired", "lastUpdated": "", "title": "b", "note": "gone"},
     }
     write_state(tmp_path, json.dumps(legacy))
@@ -141,12 +141,12 @@ def test_corrupt_state_is_moved_aside_and_rebuilt_from_disk(
     assert state.rebuilt and state.corrupt_copy == aside[0]
     assert state.threads["aaaaaaaa-1"] == {
         "status": "ok",
-        "lastUpdated": "2042-01-05T10:00:00.123Z",
+        "lastUpdated": "2042-01-05T10:00:00.123000Z",
         "title": "Kept",
         "exported_at": "E",
         "dir": "Alice Example/search/2042-01-01_kept_aaaaaaaa",
     }
-    assert state.threads["bbbbbbbb-2"]["lastUpdated"] == "2042-01-06 10:00 UTC"
+    assert state.threads["bbbbbbbb-2"]["lastUpdated"] == "2042-01-06T10:00:00.000000Z"
     assert state.threads["bbbbbbbb-2"]["exported_at"] == STAMP
     assert state.threads["cccccccc-3"]["lastUpdated"] == ""
     # the rebuilt state is on disk again, in the current format
@@ -210,7 +210,7 @@ def test_rebuild_picks_the_newest_of_duplicate_directories(tmp_path: Path) -> No
     make_thread(tmp_path, "99999999-9", "2042-03-01T00:00:00Z", day="2042-03-01")
     make_thread(tmp_path, "99999999-9", "2042-02-01T00:00:00Z", day="2042-02-01")
     records = rebuild_from_disk(tmp_path, now=NOW)
-    assert records["99999999-9"]["lastUpdated"] == "2042-03-01T00:00:00Z"
+    assert records["99999999-9"]["lastUpdated"] == "2042-03-01T00:00:00.000000Z"
     assert records["99999999-9"]["dir"].startswith("Alice Example/search/2042-03-01_")
 
 
@@ -255,3 +255,34 @@ def test_state_and_directories_disagree(tmp_path: Path) -> None:
         "duplicates": ["44444444-4"],
         "unreadable": ["carol/search/2042-01-01_a-thread_55555555/thread.json"],
     }
+
+
+def test_state_from_before_the_canonical_clock_is_migrated_on_first_read(tmp_path: Path) -> None:
+    """Records written by the current release (`Z` without µs, 5 digits, the earlier tool's
+    display form) come back on the canonical clock, and the file is rewritten once."""
+    old = {
+        "version": 1,
+        "threads": {
+            "u1": {"status": "ok", "lastUpdated": "2042-01-01T00:00:00.18033Z", "title": "a"},
+            "u2": {"status": "ok", "lastUpdated": "2042-01-02 10:00 UTC", "title": "b"},
+            "u3": {"status": "ok", "lastUpdated": "2042-01-03T00:00:00.000001Z", "title": "c"},
+            "u4": {"status": "expired", "lastUpdated": "", "title": "d", "note": "gone"},
+        },
+    }
+    write_state(tmp_path, json.dumps(old))
+    state = BatchState.load(tmp_path)
+    assert {k: r["lastUpdated"] for k, r in state.threads.items()} == {
+        "u1": "2042-01-01T00:00:00.180330Z",
+        "u2": "2042-01-02T10:00:00.000000Z",
+        "u3": "2042-01-03T00:00:00.000001Z",
+        "u4": "",
+    }
+    on_disk = json.loads(state_path(tmp_path).read_text())["threads"]
+    assert on_disk["u1"]["lastUpdated"] == "2042-01-01T00:00:00.180330Z"
+    before = state_path(tmp_path).stat().st_mtime_ns
+    BatchState.load(tmp_path)  # already canonical: not written again
+    assert state_path(tmp_path).stat().st_mtime_ns == before
+    read_only = tmp_path / "ro"
+    write_state(read_only, json.dumps(old))
+    BatchState.load(read_only, repair=False)
+    assert json.loads(state_path(read_only).read_text()) == old  # read-only: nothing written

@@ -18,7 +18,7 @@ from pplx_export.emulator.library import SpaceRecord, ThreadRecord
 from tests.emulator_support import sample_uuid
 
 ASK_ENDPOINT = "POST /rest/sse/perplexity_ask"
-MOVE_ENDPOINT = "POST /rest/collections/batch_move_threads"
+MOVE_ENDPOINT = "POST /rest/collections/upsert_thread_collection"
 THREAD_ENDPOINT = "GET /rest/thread"
 
 

@@ -108,9 +108,9 @@ def test_every_thread_is_exported_under_faults_with_bounded_retries(
 
 
 def test_rotated_graphql_hashes_fall_back_to_the_rest_listing(tmp_path: Path) -> None:
-    with run_emulator(FIXTURES, faults="graphql_rotated") as emu:
+    with run_emulator(FIXTURES, faults="graphql_rotated", listing="both") as emu:
         env = E2E(emu, tmp_path)
-        env.write_files(DEFAULT_EMAIL)
+        env.write_files(DEFAULT_EMAIL, listing="graphql")
         result = env.cli("sync")
         assert result.exit_code == 0, result.output
         stats = env.stats()

@@ -10,7 +10,7 @@ import pytest
 
 from tests.e2e_support import (
     E2E,
-    GRAPHQL_ENDPOINT,
+    REST_LISTING_ENDPOINT,
     THREAD_ENDPOINT,
     by_endpoint,
     fixture_threads,
@@ -38,7 +38,7 @@ def test_a_second_sync_with_nothing_changed_lists_once_and_fetches_no_thread(e2e
     result = e2e.cli("sync")
     assert result.exit_code == 0, result.output
     stats = e2e.stats()
-    assert by_endpoint(stats, GRAPHQL_ENDPOINT) == 1
+    assert by_endpoint(stats, REST_LISTING_ENDPOINT) == 1
     assert by_endpoint(stats, THREAD_ENDPOINT) == 0
     assert stats["by_thread"] == {}
     # Besides the listing, only the session probe.
@@ -58,7 +58,7 @@ def test_a_touched_thread_and_only_it_is_fetched_again(e2e: E2E, uuid: str, requ
     assert result.exit_code == 0, result.output
     stats = e2e.stats()
     assert stats["by_thread"] == {uuid: requests}
-    assert by_endpoint(stats, GRAPHQL_ENDPOINT) == 1
+    assert by_endpoint(stats, REST_LISTING_ENDPOINT) == 1
     after = _dirs(e2e)
     assert set(after) == set(before)  # moved (new date) or not, still one directory each
     assert len(list((after[uuid] / "turns").glob("turn_*.md"))) == turns_before + 1

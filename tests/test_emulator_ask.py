@@ -30,7 +30,7 @@ def final_answer(entry: dict[str, Any]) -> str:
 
 
 def test_new_thread_streams_and_is_stored() -> None:
-    with run_emulator() as emu, client(emu) as http:
+    with run_emulator(listing="both") as emu, client(emu) as http:
         events = ask(http, "Why is the sea salty?", model_preference="pplx_pro")
         assert len(events) >= 4
         assert events[-1]["final_sse_message"] is True
@@ -65,7 +65,7 @@ def test_new_thread_streams_and_is_stored() -> None:
     ],
 )
 def test_mode_follows_model_preference(model: str, search_mode: str, listing_mode: str) -> None:
-    with run_emulator() as emu, client(emu) as http:
+    with run_emulator(listing="both") as emu, client(emu) as http:
         compare = ["gpt56_sol_thinking", "claude50opusthinking", "gemini31pro_high"]
         events = ask(http, "Explain photosynthesis", model_preference=model,
                      compare_model_preferences=compare)  # fmt: skip
@@ -145,5 +145,5 @@ def test_thread_url_of_new_thread_fetches(emu_fresh: RunningEmulator) -> None:
 
 @pytest.fixture
 def emu_fresh() -> Any:
-    with run_emulator() as running:
+    with run_emulator(listing="both") as running:
         yield running

@@ -165,7 +165,7 @@ def test_answer_variant_and_study(library: Library) -> None:
 def test_corpus_archive_is_listed_and_fetchable() -> None:
     expected = {p.parent for p in CORPUS.glob("*/*/*/raw_entries.json")}
     downloads = 0
-    with run_emulator(CORPUS, page_size=3) as emu, client(emu) as http:
+    with run_emulator(CORPUS, page_size=3, listing="both") as emu, client(emu) as http:
         nodes = graphql_all(http, count=5)
         assert len(nodes) == len(expected)
         assert [r["uuid"] for r in rest_all(http)] == [n["entryId"] for n in nodes]

@@ -10,9 +10,12 @@ import pytest
 
 from pplx_export.perplexity import constants as C
 from pplx_export.perplexity.library import (
+    GRAPHQL_FIRST,
+    ListingRun,
     iter_library,
     iter_library_graphql,
     iter_library_rest,
+    listing_order,
     node_to_row,
     rest_item_to_row,
 )
@@ -162,7 +165,7 @@ def test_generator_can_stop_early() -> None:
     route = r.post(C.GRAPHQL_PATH).mock(
         side_effect=[_page([_node(1), _node(2)], True, "c1"), _page([_node(3)], False, "")]
     )
-    it = iter_library(make_client(r))
+    it = iter_library(make_client(r), ListingRun(order=GRAPHQL_FIRST))
     assert next(it)["entryUUID"] == "e-1"
     it.close()  # type: ignore[attr-defined]  # a generator, typed as an Iterator
     assert route.call_count == 1
@@ -198,7 +201,14 @@ def test_rest_listing_offset_paging_and_body() -> None:
     rows = list(iter_library_rest(make_client(r), page_size=2))
     assert [x["entryUUID"] for x in rows] == ["e-1", "e-2", "e-3"]
     bodies = _bodies(route)
-    assert bodies[0] == {"limit": 2, "offset": 0, "ascending": False, "search_term": ""}
+    assert bodies[0] == {
+        "limit": 2,
+        "ascending": False,
+        "offset": 0,
+        "search_term": "",
+        "exclude_asi": False,
+        "include_assets": True,
+    }
     assert [b["offset"] for b in bodies] == [0, 2, 3]
     assert route.calls[0].request.url.query == b"version=2.18&source=default"
 
@@ -223,9 +233,11 @@ def test_fallback_on_persisted_query_not_found() -> None:
         return_value=httpx.Response(200, json={"errors": [{"message": "PersistedQueryNotFound"}]})
     )
     rest = r.post(C.LIST_ASK_THREADS_PATH).mock(side_effect=[_rest_items([1], False)])
-    rows = list(iter_library(make_client(r)))
+    run = ListingRun(order=GRAPHQL_FIRST)
+    rows = list(iter_library(make_client(r), run))
     assert [x["entryUUID"] for x in rows] == ["e-1"]
     assert rest.call_count == 1
+    assert run.used == "rest" and run.tried == ["graphql", "rest"]
 
 
 def test_fallback_mid_listing_skips_rows_already_yielded() -> None:
@@ -239,7 +251,7 @@ def test_fallback_mid_listing_skips_rows_already_yielded() -> None:
         ]
     )
     r.post(C.LIST_ASK_THREADS_PATH).mock(side_effect=[_rest_items([1, 2, 3], False)])
-    rows = list(iter_library(make_client(r)))
+    rows = list(iter_library(make_client(r), ListingRun(order=GRAPHQL_FIRST)))
     assert [x["entryUUID"] for x in rows] == ["e-1", "e-2", "e-3"]
 
 
@@ -253,5 +265,110 @@ def test_graphql_error_answer_is_an_error_not_an_empty_library() -> None:
         )
     )
     with pytest.raises(ApiError) as info:
-        list(iter_library(make_client(r)))
+        list(iter_library(make_client(r), ListingRun(order=GRAPHQL_FIRST)))
     assert "Internal boom" in str(info.value)
+
+
+# ------------------------------------------------------------------ REST as the live site lists
+
+
+def _live_row(i: int, **extra: Any) -> dict[str, Any]:
+    """A row shaped like the May 2026 captures (§9.3): naive time, UI mode, extra keys."""
+    row = {
+        "uuid": f"e-{i}",
+        "slug": f"e-{i}",
+        "title": f"T{i}",
+        "query_str": f"q{i}",
+        "first_answer": "{}",
+        "answer_preview": "preview",
+        "mode": "copilot",
+        "display_model": "claude2",
+        "search_focus": "internet",
+        "last_query_datetime": "2026-05-29T12:25:17.955282",
+        "status": "COMPLETED",
+        "thread_status": "completed",
+        "locked_reason": None,
+        "context_uuid": f"ctx-{i}",
+        "frontend_context_uuid": f"fctx-{i}",
+        "read_write_token": "secret",
+        "query_count": 2,
+        "thread_access": 1,
+        "source": "ios",
+        "unread": True,
+        "expiry_time": None,
+        "collection": {"uuid": "s-1", "title": "Garden", "emoji": "1f331", "slug": "garden"},
+        "has_next_page": False,
+        "total_threads": 1,
+    }
+    row.update(extra)
+    return row
+
+
+def test_live_rest_row_keeps_the_9_3_fields_on_the_canonical_clock() -> None:
+    asset = {"uuid": "a-1", "name": "report.pdf", "url": "https://cdn/x?sig=1"}
+    row = rest_item_to_row(_live_row(1, mode="asi", display_model="PPLX_ASI", assets=[asset]))
+    assert row["lastUpdated"] == "2026-05-29T12:25:17.955282Z"
+    assert row["mode"] == "asi" and row["displayModel"] == "PPLX_ASI"
+    assert row["space"] == {"uuid": "s-1", "title": "Garden", "slug": "garden"}
+    assert {k: row[k] for k in ("context_uuid", "query_count", "thread_status", "source")} == {
+        "context_uuid": "ctx-1",
+        "query_count": 2,
+        "thread_status": "completed",
+        "source": "ios",
+    }
+    assert row["assets"] == [asset]
+    assert "read_write_token" not in row and "unread" not in row
+
+
+def test_rest_listing_without_page_flags_stops_on_a_short_page_or_total() -> None:
+    r = router()
+    flagless = ("has_next_page", "total_threads")
+    full = [{k: v for k, v in _live_row(i).items() if k not in flagless} for i in (1, 2)]
+    short = [{k: v for k, v in _live_row(3).items() if k not in flagless}]
+    route = r.post(C.LIST_ASK_THREADS_PATH).mock(
+        side_effect=[httpx.Response(200, json=full), httpx.Response(200, json=short)]
+    )
+    assert len(list(iter_library_rest(make_client(r), page_size=2))) == 3
+    assert route.call_count == 2
+    r = router()
+    totalled = [dict(row, total_threads=2) for row in full]
+    route = r.post(C.LIST_ASK_THREADS_PATH).mock(side_effect=[httpx.Response(200, json=totalled)])
+    assert len(list(iter_library_rest(make_client(r), page_size=2))) == 2
+    assert route.call_count == 1
+
+
+def test_rest_missing_hands_over_to_graphql() -> None:
+    r = router()
+    r.post(C.LIST_ASK_THREADS_PATH).mock(
+        return_value=httpx.Response(404, json={"error_code": "NOT_FOUND"})
+    )
+    r.post(C.GRAPHQL_PATH).mock(side_effect=[_page([_node(1)], False, "")])
+    run = ListingRun()
+    assert [x["entryUUID"] for x in iter_library(make_client(r), run)] == ["e-1"]
+    assert run.tried == ["rest", "graphql"] and run.used == "graphql"
+
+
+def test_no_listing_answering_is_an_error() -> None:
+    from pplx_export.errors import ApiError
+
+    r = router()
+    r.post(C.LIST_ASK_THREADS_PATH).mock(return_value=httpx.Response(200, json={"odd": 1}))
+    r.post(C.GRAPHQL_PATH).mock(
+        return_value=httpx.Response(200, json={"errors": [{"message": "PersistedQueryNotFound"}]})
+    )
+    with pytest.raises(ApiError, match="no library listing"):
+        list(iter_library(make_client(r)))
+
+
+@pytest.mark.parametrize(
+    ("setting", "remembered", "order"),
+    [
+        ("auto", "", ("rest", "graphql")),
+        ("auto", "graphql", ("graphql", "rest")),
+        ("auto", "rest", ("rest", "graphql")),
+        ("rest", "graphql", ("rest", "graphql")),
+        ("graphql", "", ("graphql", "rest")),
+    ],
+)
+def test_listing_order(setting: str, remembered: str, order: tuple[str, ...]) -> None:
+    assert listing_order(setting, remembered) == order

@@ -118,7 +118,15 @@ def test_aggregate_search_mode_returns_raw_value() -> None:
         ({"displayModel": "pplx_study"}, "study", True),
         ({"mode": "COMPUTER"}, "computer", True),
         ({"mode": "SEARCH"}, "computer", False),
-        ({"mode": "SEARCH", "displayModel": "pplx_alpha"}, "search", True),  # broad
+        ({"mode": "SEARCH", "displayModel": "pplx_alpha"}, "search", False),  # deep research
+        ({"mode": "copilot", "displayModel": "claude2"}, "search", True),  # REST UI modes
+        ({"mode": "concise", "displayModel": "turbo"}, "search", True),
+        ({"mode": "copilot", "displayModel": "pplx_alpha"}, "deep-research", True),
+        ({"mode": "copilot", "displayModel": "pplx_agentic_research"}, "council", True),
+        ({"mode": "copilot", "displayModel": "pplx_study"}, "study", True),
+        ({"mode": "asi", "displayModel": "PPLX_ASI"}, "computer", True),
+        ({"mode": "asi", "displayModel": "PPLX_ASI"}, "search", False),
+        ({"mode": "copilot"}, "copilot", True),
         ({"mode": "LABS"}, "labs", True),
         ({"search_mode": "ASI"}, " Computer ", True),
         ({"search_mode": "unknown", "mode": "COMPUTER"}, "computer", True),

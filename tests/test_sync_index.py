@@ -131,7 +131,7 @@ def test_search_mode_enrichment_is_carried_over_incrementally() -> None:
     newer = row(1, "2041-09-09T00:00:00Z")  # updated; listing has no search_mode
     result = refresh_index([newer], old, full=False)
     assert result.rows[0]["search_mode"] == "STUDY"
-    assert result.rows[0]["lastUpdated"] == "2041-09-09T00:00:00Z"
+    assert result.rows[0]["lastUpdated"] == "2041-09-09T00:00:00.000000Z"
     assert "search_mode" not in result.rows[1]
 
 

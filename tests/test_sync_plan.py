@@ -53,7 +53,12 @@ def day(n: int, frac: str = ".500000") -> str:
     [
         ("2040-01-01T00:00:00.18033Z", "2040-01-01T00:00:00.180330Z", True),
         ("2040-01-01T00:00:00.100Z", "2040-01-01T00:00:00.900Z", False),
-        ("2040-01-01T00:00:00.000000Z", "2040-01-01T00:00:00Z", False),
+        ("2040-01-01T00:00:00.000000Z", "2040-01-01T00:00:00Z", True),  # one clock
+        ("2040-01-01T00:00:00.180330", "2040-01-01T00:00:00.18033Z", True),  # naive = UTC
+        ("2040-01-01T01:00:00.5+01:00", "2040-01-01T00:00:00.500000Z", True),
+        ("2040-01-01T00:00:00.180330", "2040-01-01T00:00:00.180331Z", False),
+        ("not a time", "not a time", True),
+        ("not a time", "2040-01-01T00:00:00Z", False),
         ("2040-01-01T00:00:00.000000Z", "2040-01-01T00:00:00.0Z", True),
         ("2040-01-01T00:00:00.1Z", "2040-01-01T00:00:00.100000Z", True),
         ("2040-01-01T00:00:00Z", "2040-01-01T00:00:00Z", True),
@@ -68,12 +73,15 @@ def test_last_updated_equality_examples(a: str, b: str, equal: bool) -> None:
 @pytest.mark.parametrize(
     ("raw", "normal"),
     [
-        ("2040-01-01T00:00:00.180330Z", "2040-01-01T00:00:00.18033Z"),
-        ("2040-01-01T00:00:00.18033Z", "2040-01-01T00:00:00.18033Z"),
-        ("2040-01-01T00:00:00.000000Z", "2040-01-01T00:00:00.0Z"),
-        ("2040-01-01T00:00:00.100Z", "2040-01-01T00:00:00.1Z"),
-        ("2040-01-01T00:00:00Z", "2040-01-01T00:00:00Z"),
-        ("2040-01-01 00:03 UTC", "2040-01-01 00:03 UTC"),
+        ("2040-01-01T00:00:00.180330Z", "2040-01-01T00:00:00.180330Z"),
+        ("2040-01-01T00:00:00.18033Z", "2040-01-01T00:00:00.180330Z"),
+        ("2040-01-01T00:00:00.000000Z", "2040-01-01T00:00:00.000000Z"),
+        ("2040-01-01T00:00:00.100Z", "2040-01-01T00:00:00.100000Z"),
+        ("2040-01-01T00:00:00Z", "2040-01-01T00:00:00.000000Z"),
+        ("2040-01-01T00:00:00.955282", "2040-01-01T00:00:00.955282Z"),  # REST: naive UTC
+        ("2040-01-01T02:00:00+02:00", "2040-01-01T00:00:00.000000Z"),
+        ("2040-01-01 00:03 UTC", "2040-01-01T00:03:00.000000Z"),
+        ("2040-01-01", "2040-01-01"),  # no time of day: compared as text
         (None, ""),
         (12, ""),
     ],
@@ -234,8 +242,13 @@ def test_make_plan_does_not_touch_its_inputs() -> None:
         ({"model": "pplx_alpha"}, "deep-research", True),
         ({"model": "pplx_agentic_research"}, "council", True),
         ({"model": "pplx_study"}, "study", True),
-        ({"model": "pplx_study"}, "search", True),  # broad: SEARCH includes sub-modes
-        ({"model": "pplx_asi_opus"}, "computer", False),  # heuristic uses the index mode
+        ({"model": "pplx_study"}, "search", False),  # a study row is study, not search
+        ({"model": "turbo", "mode": "copilot"}, "search", True),  # REST UI modes (§9.3)
+        ({"model": "pplx_alpha", "mode": "copilot"}, "deep-research", True),
+        ({"model": "PPLX_ASI", "mode": "asi"}, "computer", True),
+        ({"model": "PPLX_ASI", "mode": "asi"}, "search", False),
+        ({"mode": "concise"}, "search", True),
+        ({"model": "pplx_asi_opus"}, "computer", True),  # a computer model is computer
         ({"mode": "COMPUTER"}, "computer", True),
         ({"mode": "ASI"}, "computer", True),
         ({"mode": "COMPUTER"}, "search", False),
@@ -313,5 +326,7 @@ def test_plan_to_json_is_serialisable_and_complete() -> None:
             "lastUpdated": day(9),
             "kind": "new",
             "previous": "",
+            "mode": "search",
+            "dir": "search/2040-03-09_Ünïcode-x_a",
         }
     ]

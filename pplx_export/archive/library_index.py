@@ -18,6 +18,7 @@ from typing import Any
 
 from pplx_export.util.atomic import write_if_changed
 from pplx_export.util.lenient import as_dict, as_str
+from pplx_export.util.timefmt import canonical_time
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,13 @@ ROW_KEYS = (
     "space",
 )
 SEARCH_MODE_KEY = "search_mode"
+# What the REST listing adds (protocol.md §9.3), kept when the listing sends it, in this
+# order after ROW_KEYS and `search_mode`. Volatile row keys (`unread`, `expiry_time`,
+# `answer_preview`, signed asset URLs) are left out: an unchanged library must not rewrite
+# the index.
+EXTRA_KEYS = ("context_uuid", "query_count", "thread_status", "locked_reason", "source", "assets")
+# Keys of an asset that change on every listing (signed links); dropped at any depth.
+_VOLATILE_ASSET_KEYS = frozenset({"url", "signed_url", "expires_at", "expiry_time"})
 
 # Path separators, Windows-reserved characters and control characters; whitespace runs too,
 # so the name survives shell scripts and cron lines unquoted.
@@ -77,14 +85,47 @@ def _space(value: Any) -> dict[str, str] | None:
     return {"uuid": uuid, "title": as_str(space.get("title")), "slug": as_str(space.get("slug"))}
 
 
+def _stable(value: Any) -> Any:
+    """An asset without its links (signed: they change on every listing, and expire)."""
+    if isinstance(value, dict):
+        return {
+            k: _stable(v)
+            for k, v in value.items()
+            if k not in _VOLATILE_ASSET_KEYS
+            and not (isinstance(v, str) and v.startswith(("http://", "https://")))
+        }
+    if isinstance(value, list):
+        return [_stable(v) for v in value]
+    return value
+
+
+def _extra(key: str, value: Any) -> Any:
+    """A REST extra in its stored form, or None when absent/empty (then it is not stored)."""
+    if key == "query_count":
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if key == "assets":
+        assets = (
+            _stable([a for a in value if isinstance(a, dict)]) if isinstance(value, list) else []
+        )
+        return assets or None
+    return as_str(value) or None
+
+
 def normalize_row(row: dict[str, Any]) -> dict[str, Any]:
-    """The stable form of an index row: ROW_KEYS in order, `search_mode` only when known."""
+    """The stable form of an index row: ROW_KEYS in order, `lastUpdated` on the canonical clock
+    (UTC, µs, `Z`, whichever listing it came from), then `search_mode` and the REST extras
+    only when known."""
     out: dict[str, Any] = {
         key: _space(row.get(key)) if key == "space" else as_str(row.get(key)) for key in ROW_KEYS
     }
+    out["lastUpdated"] = canonical_time(out["lastUpdated"])
     search_mode = as_str(row.get(SEARCH_MODE_KEY))
     if search_mode:
         out[SEARCH_MODE_KEY] = search_mode
+    for key in EXTRA_KEYS:
+        value = _extra(key, row.get(key))
+        if value is not None:
+            out[key] = value
     return out
 
 
@@ -119,8 +160,11 @@ def move_aside(path: Path, epoch: int | None = None) -> Path:
     return target
 
 
-def _parse(text: str) -> list[dict[str, Any]] | None:
-    """The rows of an index document, or None when its shape is not an index at all."""
+def _parse(text: str) -> tuple[list[dict[str, Any]], bool] | None:
+    """(rows, migrated?) of an index document, or None when it is not an index at all.
+
+    `migrated` says a row's `lastUpdated` was not on the canonical clock yet (an index
+    written before it, or by the earlier tool)."""
     try:
         doc = json.loads(text)
     except ValueError:
@@ -130,13 +174,20 @@ def _parse(text: str) -> list[dict[str, Any]] | None:
     rows = doc["threads"]
     if not all(isinstance(row, dict) for row in rows):
         return None
-    return [normalize_row(row) for row in rows]
+    out = [normalize_row(row) for row in rows]
+    migrated = any(
+        as_str(old.get("lastUpdated")) != new["lastUpdated"]
+        for old, new in zip(rows, out, strict=True)
+    )
+    return out, migrated
 
 
 def load_index(root: Path, account: str, *, repair: bool = True) -> LibraryIndex:
     """Read an account's index. Missing -> empty.
 
-    A corrupt file (bad JSON, not an index document) is never silently treated as empty: it
+    Rows whose `lastUpdated` is not on the canonical clock yet are migrated: rewritten in it
+    (with `repair`; read-only callers only see the canonical rows). A corrupt file (bad JSON,
+    not an index document) is never silently treated as empty: it
     is renamed to `<name>.corrupt-<epoch>` with a warning first, so the next save cannot
     overwrite the only copy. With `repair=False` (read-only callers such as `status`) the
     file is left in place and only the warning is logged.
@@ -148,10 +199,10 @@ def load_index(root: Path, account: str, *, repair: bool = True) -> LibraryIndex
     except FileNotFoundError:
         return result
     try:
-        rows = _parse(raw.decode("utf-8"))
+        parsed = _parse(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        rows = None
-    if rows is None:
+        parsed = None
+    if parsed is None:
         if repair:
             result.corrupt_copy = move_aside(path)
             log.warning(
@@ -163,5 +214,11 @@ def load_index(root: Path, account: str, *, repair: bool = True) -> LibraryIndex
             result.corrupt_copy = path
             log.warning("index file %s is corrupt; treating it as empty", path)
         return result
+    rows, migrated = parsed
     result.threads = rows
+    if migrated and repair:
+        # First read after the upgrade: store the canonical clock, so every later comparison
+        # (and `git diff` of the archive) sees one form.
+        save_index(root, account, rows)
+        log.info("index %s: lastUpdated brought to the canonical clock", path.name)
     return result

@@ -39,7 +39,7 @@ from pplx_export.archive.scan import newest, scan_thread_dirs
 from pplx_export.errors import ArchiveError
 from pplx_export.util.atomic import write_if_changed
 from pplx_export.util.lenient import as_str
-from pplx_export.util.timefmt import format_utc
+from pplx_export.util.timefmt import canonical_time, format_utc
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def rebuild_from_disk(root: Path, *, now: datetime | None = None) -> dict[str, R
         thread = newest(threads)
         records[uuid] = {
             "status": "ok",
-            "lastUpdated": thread.last_updated,
+            "lastUpdated": canonical_time(thread.last_updated),
             "title": thread.title[:TITLE_MAX],
             "exported_at": thread.exported_at or stamp,
             "dir": thread.dir.relative_to(root).as_posix(),
@@ -187,6 +187,9 @@ class BatchState:
             else:
                 state._apply(replay.changes)
                 state._pending = len(replay.changes)
+            if state._canonicalise() and repair:
+                log.info("batch state %s: lastUpdated brought to the canonical clock", path)
+                state.save()
             return state
         rebuilt = rebuild_from_disk(root, now=now)
         for uuid, record in _salvage(text).items():
@@ -219,6 +222,20 @@ class BatchState:
             elif record is None:
                 self.threads.pop(uuid, None)
         self.replayed += len(changes)
+
+    def _canonicalise(self) -> int:
+        """Bring every record's `lastUpdated` to the canonical clock (UTC, µs, `Z`): the
+        migration of state files written before it, so an upgraded archive compares its
+        records with either listing's rows and re-downloads nothing. Returns the changes."""
+        changed = 0
+        for record in self.threads.values():
+            value = record.get("lastUpdated")
+            if isinstance(value, str) and value:
+                canonical = canonical_time(value)
+                if canonical != value:
+                    record["lastUpdated"] = canonical
+                    changed += 1
+        return changed
 
     def _stale_journal(self, repair: bool) -> None:
         where = journal.journal_path(self.path)
@@ -294,6 +311,8 @@ class BatchState:
             self.save()
 
     def _set(self, uuid: str, record: Record, keep_dir: bool = True) -> None:
+        if record.get("lastUpdated"):
+            record["lastUpdated"] = canonical_time(record["lastUpdated"])
         old = self.threads.get(uuid) or {}
         if keep_dir and "dir" not in record and old.get("dir"):
             record["dir"] = old["dir"]

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from pplx_export.emulator.accounts import account_jar
+from pplx_export.emulator.app import DEFAULT_LISTING, LISTING_MODES
 from pplx_export.emulator.faults import FaultSpecError
 from pplx_export.emulator.server import (
     DEFAULT_EMAIL,
@@ -57,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="write a browser-like JSON cookie jar of every account to FILE (for `init`)",
     )
     parser.add_argument(
+        "--listing",
+        choices=LISTING_MODES,
+        default=DEFAULT_LISTING,
+        help="library listings that answer: rest (the live site in 2026: GraphQL answers "
+        "PERSISTED_QUERY_NOT_FOUND), both (the old behaviour), graphql (REST answers 404)",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="store_true", help="log each request (method, path) to stderr"
     )
     return parser
@@ -90,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             session_token=args.session_token,
             log_requests=args.verbose,
             extra_accounts=extra,
+            listing=args.listing,
         )
     except (FaultSpecError, FileNotFoundError, ValueError) as exc:
         print(f"emulator: {exc}", file=sys.stderr)

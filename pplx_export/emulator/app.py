@@ -26,6 +26,11 @@ DEFAULT_NAME = "Alice Example"
 DEFAULT_USERNAME = "alice"
 DEFAULT_TOKEN = "emulator-session-token-alice"
 DEFAULT_PAGE_SIZE = 5
+# Which library listings answer (docs/emulator.md): "rest" lists like the live site in 2026
+# (REST rows; GraphQL answers PERSISTED_QUERY_NOT_FOUND), "both" is the old behaviour
+# (GraphQL answers too), "graphql" has GraphQL only (REST answers 404).
+LISTING_MODES = ("rest", "both", "graphql")
+DEFAULT_LISTING = "rest"
 
 _UUIDISH = re.compile(r"^/rest/(thread|assets)/(?!list_|mark_viewed|delete_)[^/]+(/data)?$")
 
@@ -39,6 +44,7 @@ class EmulatorConfig:
     session_token: str = DEFAULT_TOKEN
     seed: int = 0
     log_requests: bool = False
+    listing: str = DEFAULT_LISTING
     # More signed-in accounts (token -> (email, name)): every token opens the same library;
     # the session probe answers the identity of the token sent (multi-account `init`).
     extra_accounts: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -101,6 +107,8 @@ class Emulator:
         self.stats = Stats()
         self.upkeep = Upkeep.from_manifest(library.manifest)  # owners, failures, URL lifetime
         self.base_url = ""  # set by the server once it has its port
+        # Which listings answer; the `listing` mutation flips it while serving.
+        self.listing = config.listing
         # Separate stream for generated ids, so faults and ids never shift each other.
         self._ids = random.Random(f"ids-{config.seed}")
         self._ids_lock = threading.Lock()
@@ -111,6 +119,10 @@ class Emulator:
         # Context UUIDs sent to mark_viewed, in order (what tests check a read receipt by).
         self.viewed: list[str] = []
         self._lock = threading.Lock()
+
+    def serves(self, listing: str) -> bool:
+        """Whether the library listing `listing` ("rest" | "graphql") answers now."""
+        return self.listing in ("both", listing)
 
     def hide(self, thread_id: str, gets: int) -> None:
         with self._lock:

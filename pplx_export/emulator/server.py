@@ -26,10 +26,12 @@ from pplx_export.emulator import routes
 from pplx_export.emulator.accounts import account_jar
 from pplx_export.emulator.app import (
     DEFAULT_EMAIL,
+    DEFAULT_LISTING,
     DEFAULT_NAME,
     DEFAULT_PAGE_SIZE,
     DEFAULT_TOKEN,
     DEFAULT_USERNAME,
+    LISTING_MODES,
     SESSION_COOKIE,
     Emulator,
     EmulatorConfig,
@@ -277,6 +279,7 @@ def make_server(
     session_token: str = DEFAULT_TOKEN,
     log_requests: bool = False,
     extra_accounts: dict[str, tuple[str, str]] | None = None,
+    listing: str = DEFAULT_LISTING,
 ) -> EmulatorServer:
     lib = (
         library
@@ -293,7 +296,10 @@ def make_server(
         seed=seed,
         log_requests=log_requests,
         extra_accounts=dict(extra_accounts or {}),
+        listing=listing,
     )
+    if listing not in LISTING_MODES:
+        raise ValueError(f"listing must be one of {', '.join(LISTING_MODES)}, not {listing!r}")
     return EmulatorServer((host, port), lib, config, spec)
 
 
@@ -350,6 +356,7 @@ def run_emulator(
     username: str = DEFAULT_USERNAME,
     session_token: str = DEFAULT_TOKEN,
     extra_accounts: dict[str, tuple[str, str]] | None = None,
+    listing: str = DEFAULT_LISTING,
 ) -> Iterator[RunningEmulator]:
     """Serve on 127.0.0.1:<free port> in a background thread for the duration of the block."""
     server = make_server(
@@ -362,6 +369,7 @@ def run_emulator(
         username=username,
         session_token=session_token,
         extra_accounts=extra_accounts,
+        listing=listing,
     )
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True

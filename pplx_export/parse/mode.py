@@ -123,24 +123,40 @@ def aggregate_search_mode(entries: list[Any]) -> str:
 
 
 _DISPLAY_MODEL_HEURISTIC = {
-    "deep-research": "pplx_alpha",
-    "council": "pplx_agentic_research",
-    "study": "pplx_study",
+    "pplx_alpha": "deep-research",
+    "pplx_agentic_research": "council",
+    "pplx_study": "study",
 }
+ARCHIVE_MODES = ("search", "deep-research", "computer", "council", "study")
+
+
+def row_archive_mode(row: Mapping[str, Any] | None) -> str:
+    """The archive mode (`<mode>` folder) an index row announces, before any fetch.
+
+    A known `search_mode` (the archive's enrichment) decides. Otherwise the listing: GraphQL
+    says `SEARCH` / `COMPUTER`, the REST listing the UI mode `copilot` / `concise` / `asi`
+    (protocol.md §9.3), and only `display_model` tells the search sub-modes apart:
+    `pplx_alpha` deep research, `pplx_agentic_research` council, `pplx_study` study, any
+    other model search. `ASI`/`COMPUTER` (or a `pplx_asi…` model) is computer. The thread's
+    own entries still decide once it is exported (`detect_mode`).
+    """
+    row = as_dict(dict(row) if isinstance(row, Mapping) else row)
+    known = SEARCH_MODE_MAP.get(as_str(row.get("search_mode")).upper())
+    if known is not None:
+        return known
+    model = as_str(row.get("displayModel"))
+    if row_mode(row) in COMPUTER_ROW_MODES or model.lower().startswith("pplx_asi"):
+        return "computer"
+    return _DISPLAY_MODEL_HEURISTIC.get(model) or DISPLAY_MODEL_MODE.get(model) or "search"
 
 
 def row_matches_mode(row: Mapping[str, Any], mode: str) -> bool:
-    """§4.4 `batch --mode` filter on an index row."""
-    row = as_dict(dict(row) if isinstance(row, Mapping) else row)
+    """§4.4 `batch --mode` filter on an index row: the row's archive mode is `mode`.
+
+    `search` means ordinary search threads only (a deep-research row is `deep-research`,
+    whichever listing wrote it). A value that is no archive mode compares with the listing's
+    own `mode` (`--mode copilot`)."""
     mode = mode.strip().lower()
-    known = SEARCH_MODE_MAP.get(as_str(row.get("search_mode")).upper())
-    if known is not None:
-        return known == mode
-    if mode in _DISPLAY_MODEL_HEURISTIC:
-        return as_str(row.get("displayModel")) == _DISPLAY_MODEL_HEURISTIC[mode]
-    index_mode = row_mode(row)
-    if mode == "computer":
-        return index_mode in COMPUTER_ROW_MODES
-    if mode == "search":
-        return index_mode == "SEARCH"
-    return index_mode == mode.upper()
+    if mode in ARCHIVE_MODES:
+        return row_archive_mode(row) == mode
+    return row_mode(as_dict(dict(row) if isinstance(row, Mapping) else row)) == mode.upper()

@@ -50,9 +50,10 @@ class PerplexityAPI:
 
     # -- library --------------------------------------------------------------------------
 
-    def iter_library(self, page_size: int = C.LIBRARY_PAGE_SIZE) -> Iterator[JSON]:
-        """Index rows, newest first; stop iterating whenever you have enough."""
-        return library.iter_library(self.client, page_size)
+    def iter_library(self, run: library.ListingRun | None = None) -> Iterator[JSON]:
+        """Index rows, newest first; stop iterating whenever you have enough. `run` says
+        which listings to try in which order, and records which one answered."""
+        return library.iter_library(self.client, run)
 
     # -- threads --------------------------------------------------------------------------
 
@@ -86,6 +87,10 @@ class PerplexityAPI:
 
     def batch_move_threads(self, context_uuids: Sequence[str], collection_uuid: str) -> Any:
         return spaces.batch_move_threads(self.client, context_uuids, collection_uuid)
+
+    def move_to_space(self, context_uuid: str, collection_uuid: str) -> str:
+        """Move one thread into a space the way the 2026 UI does; returns the endpoint used."""
+        return spaces.move_to_space(self.client, context_uuid, collection_uuid)
 
     # -- assets ---------------------------------------------------------------------------
 

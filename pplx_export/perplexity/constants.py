@@ -16,6 +16,7 @@ LIST_COLLECTION_THREADS_PATH = "/rest/collections/list_collection_threads"
 LIST_USER_COLLECTIONS_PATH = "/rest/collections/list_user_collections"
 CREATE_COLLECTION_PATH = "/rest/collections/create_collection"
 BATCH_MOVE_THREADS_PATH = "/rest/collections/batch_move_threads"
+UPSERT_THREAD_COLLECTION_PATH = "/rest/collections/upsert_thread_collection"
 ASSET_DATA_PATH = "/rest/assets/{uuid}/data"
 MODELS_CONFIG_PATH = "/rest/models/config/v2"
 THREAD_USAGE_PATH = "/rest/billing/credits/thread-usage"
@@ -36,8 +37,21 @@ GQL_BASE_VARIABLES: dict[str, object] = {
     "includeTemporary": None,
 }
 
+# The web UI's list_collection_threads flags (§9.5), sent explicitly: the server's defaults
+# are unknown and may leave out other members' threads.
+COLLECTION_THREAD_FLAGS: tuple[tuple[str, str], ...] = (
+    ("limit", "20"),
+    ("filter_by_user", "false"),
+    ("filter_by_shared_threads", "false"),
+    ("include_user_and_shared_threads", "true"),
+    ("include_assets", "true"),
+    ("include_articles", "true"),
+)
+
 # -- page sizes and limits --------------------------------------------------------------------
-LIBRARY_PAGE_SIZE = 25  # GraphQL `count` and the REST fallback `limit`; no page cap (loop guard)
+LIBRARY_PAGE_SIZE = 25  # GraphQL `count`; no page cap (loop guard)
+REST_LIBRARY_PAGE_SIZE = 20  # REST `limit`, as the web UI sends it (protocol.md §9.3)
+USER_COLLECTIONS_PAGE_SIZE = 30  # list_user_collections `limit` (§9.5)
 COLLECTION_PAGE_SIZE = 20  # server-side; offset paging
 # Thread pages are followed to the end of the cursor chain. This cap only stops a server that
 # never ends its pagination with fresh cursors (a repeated cursor is caught at once); a thread

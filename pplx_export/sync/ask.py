@@ -317,7 +317,7 @@ def _after_completion(
         try:
             space_uuid, name = _bot_space(opts, api)
             if space_uuid:
-                api.batch_move_threads([result.context_uuid], space_uuid)
+                api.move_to_space(result.context_uuid, space_uuid)
                 result.moved_to_space = name
                 log.info("moved into the space %s", name)
         except (ApiError, SchemaError, UsageError) as exc:

@@ -37,6 +37,7 @@ from pplx_export.errors import (
 )
 from pplx_export.models import JSON
 from pplx_export.perplexity.api import PerplexityAPI
+from pplx_export.perplexity.library import ListingRun, listing_order
 from pplx_export.perplexity.session import open_session
 from pplx_export.sync.assemble import default_engine
 from pplx_export.sync.export import (
@@ -44,7 +45,7 @@ from pplx_export.sync.export import (
     parse_thread_ref,
     unchanged_since_export,
 )
-from pplx_export.sync.index import IndexResult, update_library_index
+from pplx_export.sync.index import IndexResult, read_index_state, update_library_index
 from pplx_export.sync.plan import Plan, PlanItem, make_plan, parse_since, parse_until
 from pplx_export.sync.progress import Reporter, progress_reporter
 from pplx_export.sync.space_index import space_rows
@@ -146,6 +147,7 @@ def run_index(opts: RunOptions, *, full: bool, api: PerplexityAPI | None = None)
         with _locked(opts):
             _sweep_index(opts)
             known = len(load_index(opts.out, opts.account.name, repair=False).threads)
+            listing = ListingRun(order=listing_order_for(opts))
             with progress_reporter(
                 "index",
                 quiet=opts.quiet,
@@ -156,15 +158,22 @@ def run_index(opts: RunOptions, *, full: bool, api: PerplexityAPI | None = None)
                 result = update_library_index(
                     opts.out,
                     opts.account.name,
-                    _counted(api.iter_library(), bar),
+                    _counted(api.iter_library(listing), bar),
                     full=full,
                     now=_now(),
                     config=opts.config if opts.config.exists else None,
+                    listing=lambda: listing.used,
                 )
     finally:
         if own:
             api.close()
     return result
+
+
+def listing_order_for(opts: RunOptions) -> tuple[str, ...]:
+    """`[network] listing`, with what answered last time for `auto` (`[index_state]`)."""
+    remembered = read_index_state(opts.config, opts.account.name).listing
+    return listing_order(opts.config.network.listing, remembered)
 
 
 def _counted(rows: Iterator[JSON], bar: Reporter) -> Iterator[JSON]:

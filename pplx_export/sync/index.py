@@ -13,7 +13,7 @@ only way to notice deletions and space moves of older threads; hence the reminde
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -48,6 +48,7 @@ class IndexResult:
     written: bool = False  # set by update_library_index when the file changed
     full_reminder: bool = False  # set by update_library_index (see record_index_run)
     account: str = ""  # set by update_library_index
+    listing: str = ""  # the library listing that answered ("rest" | "graphql")
 
     def line(self) -> str:
         """The one-line report (also logged when the refresh ends)."""
@@ -69,6 +70,7 @@ class IndexResult:
             "threads": len(self.rows),
             "written": self.written,
             "full_index_due": self.full_reminder,
+            "listing": self.listing,
         }
 
 
@@ -101,9 +103,8 @@ def refresh_index(
         if uuid:
             seen.add(uuid)
         known = old_by_uuid.get(uuid) if uuid else None
-        if known is not None and SEARCH_MODE_KEY not in row and known.get(SEARCH_MODE_KEY):
-            # The listing never carries search_mode (§2.2): keep the archive's enrichment.
-            row[SEARCH_MODE_KEY] = known[SEARCH_MODE_KEY]
+        if known is not None:
+            _carry_over(row, known)
         head.append(row)
         if known is None:
             result.new += 1 if uuid else 0
@@ -128,6 +129,20 @@ def refresh_index(
     return result
 
 
+def _carry_over(row: dict[str, Any], known: dict[str, Any]) -> None:
+    """Keep what the stored row knows and this listing does not say.
+
+    `search_mode` is never in a listing (§2.2: the archive enriches rows with it), and
+    GraphQL rows carry no `context_uuid` (REST rows do, §9.3; it never changes and is what
+    usage, read receipts and space moves are asked by). The result is re-normalised so the
+    key order stays the stored one.
+    """
+    for key in (SEARCH_MODE_KEY, "context_uuid"):
+        if key not in row and known.get(key):
+            row[key] = known[key]
+    row.update(normalize_row(row))
+
+
 def _fetched_again(row: dict[str, Any], seen: set[str], head: list[dict[str, Any]]) -> bool:
     """Already in the head: same UUID, or (UUID-less rows cannot be matched) an identical row."""
     uuid = row["entryUUID"]
@@ -142,6 +157,7 @@ class IndexState:
     extracted_at: str = ""
     last_full_index_at: str = ""
     incremental_runs_since_full: int = 0
+    listing: str = ""  # the library listing that answered last ("rest" | "graphql")
 
 
 def read_index_state(config: Config, account: str) -> IndexState:
@@ -151,10 +167,13 @@ def read_index_state(config: Config, account: str) -> IndexState:
         extracted_at=as_str(table.get("extracted_at")),
         last_full_index_at=as_str(table.get("last_full_index_at")),
         incremental_runs_since_full=lenient_int(table.get("incremental_runs_since_full")),
+        listing=as_str(table.get("listing")),
     )
 
 
-def record_index_run(config: Config, account: str, *, full: bool, now: datetime) -> bool:
+def record_index_run(
+    config: Config, account: str, *, full: bool, now: datetime, listing: str = ""
+) -> bool:
     """Stamp `[index_state.<account>]` after a successful refresh; True when a full sweep is due.
 
     In degraded mode (no config file) nothing is saved: creating a config file behind the
@@ -168,6 +187,9 @@ def record_index_run(config: Config, account: str, *, full: bool, now: datetime)
     if full:
         table["last_full_index_at"] = stamp
     table["incremental_runs_since_full"] = runs
+    if listing:
+        # What `[network] listing = "auto"` tries first next time.
+        table["listing"] = listing
     if config.exists:
         config.save()
     due = runs >= FULL_REMINDER_RUNS
@@ -189,12 +211,14 @@ def update_library_index(
     full: bool,
     now: datetime,
     config: Config | None = None,
+    listing: Callable[[], str] | None = None,
 ) -> IndexResult:
     """Load, refresh from `fetched`, save (only when the bytes change), stamp the config.
 
     `fetched` is the network layer's lazy listing; the caller wires it. The config is only
     stamped after the listing was consumed without an exception, so a failed refresh never
-    counts as a run.
+    counts as a run; `listing` then says which library listing answered (remembered for
+    `listing = "auto"`).
     """
     old = load_index(root, account)
     result = refresh_index(fetched, old.threads, full=full)
@@ -202,5 +226,8 @@ def update_library_index(
     result.account = account
     log.info("%s", result.line())
     if config is not None:
-        result.full_reminder = record_index_run(config, account, full=full, now=now)
+        used = listing() if listing is not None else ""
+        result.full_reminder = record_index_run(config, account, full=full, now=now, listing=used)
+    if listing is not None:
+        result.listing = listing()
     return result

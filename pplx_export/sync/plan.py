@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pplx_export.archive.paths import thread_dir_name
 from pplx_export.parse.last_updated import normalize_last_updated, same_last_updated
-from pplx_export.parse.mode import row_matches_mode
+from pplx_export.parse.mode import row_archive_mode, row_matches_mode
 from pplx_export.util.lenient import as_dict, as_str
-from pplx_export.util.timefmt import parse_time
+from pplx_export.util.timefmt import canonical_time, parse_time
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,16 @@ class PlanItem:
     previous: str  # the state status before this run ("" when never seen)
     row: Mapping[str, Any] = field(compare=False, repr=False)
 
+    @property
+    def mode(self) -> str:
+        """The archive mode the row announces (the thread's own entries decide on export)."""
+        return row_archive_mode(self.row)
+
+    @property
+    def planned_dir(self) -> str:
+        """`<mode>/<date>_<slug>_<uuid8>`: where a new export lands under the account folder."""
+        return f"{self.mode}/{thread_dir_name(self.last_updated, self.title, self.uuid)}"
+
 
 @dataclass
 class Plan:
@@ -106,7 +117,7 @@ class Plan:
         """The human plan (`batch --dry-run`): a count line, then one line per work item."""
         out = [f"plan: {self.counts_text() or 'nothing'}"]
         out += [
-            f"  {item.kind:8} {item.last_updated:28} {item.uuid}  {item.title}"
+            f"  {item.kind:8} {item.mode:13} {item.last_updated:28} {item.uuid}  {item.title}"
             for item in self.todo
         ]
         return out
@@ -185,7 +196,7 @@ def make_plan(
         if uuid in seen:
             continue  # a duplicated row: the newest copy already decided
         seen.add(uuid)
-        last_updated = as_str(row.get("lastUpdated"))
+        last_updated = canonical_time(row.get("lastUpdated"))
         record = state.get(uuid)
         record = as_dict(record) if record is not None else None
         items.append(
@@ -227,6 +238,8 @@ def plan_to_json(plan: Plan, *, list_items: bool = True) -> dict[str, Any]:
                 "lastUpdated": item.last_updated,
                 "kind": item.kind,
                 "previous": item.previous,
+                "mode": item.mode,
+                "dir": item.planned_dir,
             }
             for item in plan.todo
         ]

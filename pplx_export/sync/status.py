@@ -34,8 +34,9 @@ from pplx_export.archive.raw_check import find_damaged
 from pplx_export.archive.scan import scan_thread_dirs
 from pplx_export.archive.state import BatchState
 from pplx_export.config import Config
+from pplx_export.parse.mode import row_archive_mode
 from pplx_export.sync.index import FULL_REMINDER_RUNS, read_index_state
-from pplx_export.sync.plan import make_plan, row_matches_mode
+from pplx_export.sync.plan import make_plan
 from pplx_export.sync.status_upkeep import print_upkeep, upkeep_status
 from pplx_export.util.lenient import as_str
 from pplx_export.util.timefmt import format_utc, parse_time
@@ -68,10 +69,7 @@ def _row_mode(row: dict[str, Any], disk_modes: dict[str, str]) -> str:
     uuid = as_str(row.get("entryUUID"))
     if uuid in disk_modes:
         return disk_modes[uuid]
-    for mode in ("computer", "council", "study", "deep-research", "search"):
-        if row_matches_mode(row, mode):
-            return mode
-    return "unknown"
+    return row_archive_mode(row)
 
 
 def _account_status(

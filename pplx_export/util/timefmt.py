@@ -23,6 +23,10 @@ _UTC_SUFFIX = re.compile(r"\s*UTC$", re.IGNORECASE)
 _DATE_PREFIX = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 # The one stamp format thread.json, state files and the config are written with.
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+# The canonical clock of the platform's `lastUpdated` (what the tool stores and compares).
+CANONICAL_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+# A time of day must be present: a bare date is no `lastUpdated`.
+_HAS_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 
 
 def parse_iso(value: Any) -> datetime | None:
@@ -93,3 +97,21 @@ def format_utc(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).strftime(STAMP_FORMAT)
+
+
+def canonical_time(value: Any) -> str:
+    """The one form every stored or compared `lastUpdated` takes: UTC, µs, `Z`.
+
+    The listings disagree (protocol.md §9.3): GraphQL says `2026-05-29T12:25:17.955282Z`,
+    the REST listing the naive `2026-05-29T12:25:17.955282` (UTC), older archives
+    `.18033Z` or `2035-12-26 00:03 UTC`. All of them become
+    `2026-05-29T12:25:17.955282Z`. Text that is no time at all comes back stripped but
+    otherwise verbatim (compared as text, never equal to a time); non-strings become "".
+    """
+    if not isinstance(value, str):
+        return ""
+    text = value.strip()
+    if not _HAS_TIME.match(text):
+        return text
+    moment = parse_time(text)
+    return moment.strftime(CANONICAL_FORMAT) if moment is not None else text

@@ -31,6 +31,7 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("GET", "/rest/collections/list_user_collections"): space_view.list_user_collections,
     ("POST", "/rest/collections/create_collection"): spaces.create_collection,
     ("POST", "/rest/collections/batch_move_threads"): spaces.batch_move_threads,
+    ("POST", "/rest/collections/upsert_thread_collection"): spaces.upsert_thread_collection,
     ("POST", "/rest/sse/perplexity_ask"): ask.perplexity_ask,
 }
 

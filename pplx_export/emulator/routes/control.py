@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pplx_export.emulator.app import Emulator
+from pplx_export.emulator.app import LISTING_MODES, Emulator
 from pplx_export.emulator.http import JSON
 from pplx_export.emulator.library import DELETED, EXPIRED, OK
 from pplx_export.emulator.routes import upkeep
@@ -13,6 +13,13 @@ def mutate(app: Emulator, payload: JSON) -> tuple[int, JSON]:
     handled = upkeep.mutate(app, payload)  # fail_thread, own, url_ttl, advance_clock
     if handled is not None:
         return handled
+    if "listing" in payload:
+        # Flip which library listings answer, mid-library (the migration tests).
+        value = as_str(payload["listing"])
+        if value not in LISTING_MODES:
+            return 400, {"error_code": "INVALID_REQUEST", "message": "|".join(LISTING_MODES)}
+        app.listing = value
+        return 200, {"status": "success", "action": "listing", "listing": value}
     library = app.library
     try:
         if "touch" in payload:
@@ -34,7 +41,7 @@ def mutate(app: Emulator, payload: JSON) -> tuple[int, JSON]:
         else:
             return 400, {
                 "error_code": "INVALID_REQUEST",
-                "message": "touch|delete|expire|forbid|restore",
+                "message": "touch|delete|expire|forbid|restore|listing",
             }
     except KeyError:
         return 404, {"error_code": "THREAD_NOT_FOUND"}

@@ -8,6 +8,13 @@ of the user's accounts). The thread listing pages 20 at a time like the platform
 first page, `has_next_page` true) and `empty_last_page` (the last page still says
 `has_next_page`; the page after it is empty). Authors other than the emulator's account
 are named from the space's owner/contributor list (the archived `collection_info`).
+
+The thread listing honours the UI's filter flags (§9.5): other members' threads are listed
+only with `include_user_and_shared_threads=true` and `filter_by_user=false`, which is what
+the 2026 UI sends; a client that leaves the flags out gets the asking account's own
+threads (the server's defaults are unknown: the emulator assumes the harmful one).
+`list_user_collections` pages `limit` (30) at a time from `offset`, every item carrying
+`has_next_page`.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from pplx_export.emulator.routes.spaces import collection_json
 from pplx_export.util.lenient import as_dict, as_list, as_str, dicts, lenient_int
 
 SPACE_PAGE = 20
+USER_COLLECTIONS_PAGE = 30
 NOT_ALLOWED = {"status": "failed", "_response_type": "VIEW_COLLECTION_NOT_ALLOWED"}
 
 
@@ -66,6 +74,19 @@ def get_collection(req: Request) -> Response:
     return json_response(200, doc)
 
 
+def _flag(req: Request, name: str) -> str:
+    return req.arg(name).strip().lower()
+
+
+def _shared_threads_asked(req: Request) -> bool:
+    """The UI's flags for "everyone's threads" (`filter_by_user=false`,
+    `include_user_and_shared_threads=true`); anything else lists the asker's own."""
+    return (
+        _flag(req, "filter_by_user") == "false"
+        and _flag(req, "include_user_and_shared_threads") == "true"
+    )
+
+
 def list_collection_threads(req: Request) -> Response:
     library = req.app.library
     slug = req.arg("collection_slug")
@@ -75,9 +96,13 @@ def list_collection_threads(req: Request) -> Response:
     if space is None:
         return error(404, "COLLECTION_NOT_FOUND")
     rows = library.space_threads(space.uuid)
+    if not _shared_threads_asked(req):
+        own = req.app.config.username
+        rows = [r for r in rows if not r.author or r.author == own]
     quirk = library.space_quirks.get(slug, "")
     offset = 0 if quirk == "ignore_offset" else max(0, lenient_int(req.arg("offset")))
-    page = rows[offset : offset + SPACE_PAGE]
+    size = lenient_int(req.arg("limit")) or SPACE_PAGE
+    page = rows[offset : offset + size]
     more = offset + len(page) < len(rows) or quirk == "ignore_offset"
     if quirk == "empty_last_page" and page:
         more = True
@@ -109,7 +134,12 @@ def list_collection_threads(req: Request) -> Response:
 def list_user_collections(req: Request) -> Response:
     library = req.app.library
     with library.lock:
-        spaces = sorted(library.spaces.values(), key=lambda s: s.title)
+        spaces = sorted(library.spaces.values(), key=lambda s: (s.title, s.uuid))
+    visible = [s for s in spaces if can_view(req, s.slug)]
+    limit = lenient_int(req.arg("limit")) or USER_COLLECTIONS_PAGE
+    offset = max(0, lenient_int(req.arg("offset")))
+    page = visible[offset : offset + limit]
+    more = offset + len(page) < len(visible)
     out = [
         {
             "uuid": s.uuid,
@@ -122,9 +152,8 @@ def list_user_collections(req: Request) -> Response:
             "is_pinned": False,
             "can_share_threads": True,
             "file_count": 0,
-            "has_next_page": False,
+            "has_next_page": more,
         }
-        for s in spaces
-        if can_view(req, s.slug)
+        for s in page
     ]
     return json_response(200, out)

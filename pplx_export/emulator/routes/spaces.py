@@ -67,3 +67,19 @@ def batch_move_threads(req: Request) -> Response:
         return error(404, "COLLECTION_NOT_FOUND")
     moved = library.move(ids, target)
     return json_response(200, {"status": "success", "moved": moved})
+
+
+def upsert_thread_collection(req: Request) -> Response:
+    """The 2026 UI's move of one thread (by **context** UUID) into a space (§9.5)."""
+    body = req.json()
+    target = as_str(body.get("new_collection_uuid"))
+    context_uuid = as_str(body.get("context_uuid"))
+    library = req.app.library
+    if target not in library.spaces:
+        return error(404, "COLLECTION_NOT_FOUND")
+    if not context_uuid or not library.move([context_uuid], target):
+        return error(404, "THREAD_NOT_FOUND")
+    out: JSON = {"status": "success"}
+    if body.get("return_collection"):
+        out["collection"] = collection_json(req, library.spaces[target])
+    return json_response(200, out)
