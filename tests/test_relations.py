@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from pplx_export.cli.export import main
 from pplx_export.emulator import run_emulator
 from pplx_export.render.relations import render_edges_jsonl
+from pplx_export.renderer_version import RENDERER_VERSION
 from pplx_export.sync.relation_edges import (
     SubAgentRef,
     ThreadFacts,
@@ -18,6 +19,7 @@ from pplx_export.sync.relation_edges import (
     normalize_query,
 )
 from pplx_export.sync.rerender import rerender
+from pplx_export.util.threadref import slug_tail
 from tests.spaces_support import snapshot, space, uid, write_thread
 
 US = 1_790_000_000_000_000
@@ -302,3 +304,61 @@ def test_without_msgspec_the_cache_reads_and_writes_the_same(
     assert (root / "relations" / "edges.jsonl").read_bytes() == warm
     again = json.loads((root / "index" / "relations_cache.json").read_text("utf-8"))
     assert again["threads"] == cache["threads"]
+
+
+def test_title_slug_links_are_references(tmp_path: Path) -> None:
+    """Threads made before 2026 are linked by title-slug URLs (protocol §9.4): the last 22
+    characters name the thread, in an answer or a citation, /search/ or /thread/."""
+    root = tmp_path / "archive"
+    site = "https://www.perplexity.ai"
+    waves = f"{site}/search/why-do-waves-break-{slug_tail(uid(2))}"
+    write_thread(root, uid(1), title="Tides", answer=f"As [before]({waves}), tides differ.")
+    write_thread(root, uid(2), title="Waves")
+    write_thread(root, uid(3), title="Cites", urls=(f"{site}/thread/tides-{slug_tail(uid(1))}",))
+    # Bare UUID and slug link of the same thread: two evidences on one edge, as for UUIDs.
+    write_thread(root, uid(4), title="Both", query=f"what did {uid(2)} say?",
+                 answer=f"See perplexity.ai/search/{slug_tail(uid(2))}.")  # fmt: skip
+    # No edge: a slug of a thread not archived, a tail that is no UUID, a space's slug.
+    broken = slug_tail(uid(1))[:-1] + "R"
+    write_thread(root, uid(5), title="None",
+                 answer=f"{site}/search/x-{slug_tail(uid(99))} {site}/search/y-{broken} "
+                 f"{site}/spaces/notes-{slug_tail(uid(2))}")  # fmt: skip
+    code, _out, err = run(root)
+    assert code == 0, err
+    refs = [
+        (e["src"], e["dst"], e["evidence"]) for e in edges_of(root) if e["kind"] == "references"
+    ]
+    assert refs == [
+        (uid(1), uid(2), "thread link in answer/citation"),
+        (uid(3), uid(1), "thread link in answer/citation"),
+        (uid(4), uid(2), "thread link in answer/citation; uuid mentioned in content"),
+    ]
+
+
+def test_facts_cached_before_title_slug_links_are_read_again(tmp_path: Path) -> None:
+    """A cache of format 2 (links of UUID URLs only) is not trusted: its facts could miss
+    title-slug links."""
+    root = tmp_path / "archive"
+    waves = f"https://www.perplexity.ai/search/waves-{slug_tail(uid(2))}"
+    write_thread(root, uid(1), title="Tides", answer=f"See {waves}.")
+    write_thread(root, uid(2), title="Waves")
+    assert run(root)[0] == 0
+    path = root / "index" / "relations_cache.json"
+    cache = json.loads(path.read_text("utf-8"))
+    cache["format"] = 2
+    for record in cache["threads"].values():
+        record["facts"]["links"] = []
+    path.write_text(json.dumps(cache), "utf-8")
+    (root / "relations" / "edges.jsonl").unlink()
+    code, out, _ = run(root, "--json")
+    assert code == 0 and json.loads(out)["parsed"] == 2
+    assert [e["dst"] for e in edges_of(root) if e["kind"] == "references"] == [uid(2)]
+    # A journal line a re-render of the earlier format appended is skipped as well.
+    threads = json.loads(path.read_text("utf-8"))["threads"]
+    rel, record = next((k, v) for k, v in threads.items() if "Tides" in k)
+    record["facts"]["links"] = []
+    line = {"rel": rel, "parser": RENDERER_VERSION, **record}
+    (root / "index" / "relations_cache.jsonl").write_text(json.dumps(line) + "\n", "utf-8")
+    code, out, _ = run(root, "--json")
+    assert code == 0 and json.loads(out)["parsed"] == 0
+    assert [e["dst"] for e in edges_of(root) if e["kind"] == "references"] == [uid(2)]

@@ -133,7 +133,12 @@ def index(opts: RunOptions, full: bool, as_json: bool) -> None:
 @json_option
 @render_options
 def export(opts: RunOptions, threads: tuple[str, ...], force: bool, as_json: bool) -> None:
-    """Export threads given as URLs (/search/<uuid>, /computer/tasks/<uuid>) or UUIDs."""
+    """Export threads given as URLs or UUIDs.
+
+    A URL is /search/<uuid>, /search/<title>-<22-character id> (threads made before
+    2026: the id is the UUID, so no lookup), /computer/tasks/<uuid> or /thread/<...>,
+    with or without the host.
+    """
     from pplx_export.sync.batch import run_export
 
     result = run_export(opts, list(threads), force=force)

@@ -28,6 +28,7 @@ from pplx_export.parse.variants import find_variants
 from pplx_export.parse.views import attach_views
 from pplx_export.parse.workflow import BlockWalks, index_wf_blocks
 from pplx_export.util.lenient import as_dict, as_str, dicts, lenient_int
+from pplx_export.util.threadref import slug_uuid
 from pplx_export.util.timefmt import us_to_iso
 
 log = logging.getLogger("pplx_export.parse")
@@ -104,7 +105,7 @@ def _web_uuid(web_uuid: str, index_row: dict[str, Any] | None, entries: list[Any
     for entry in dicts(entries):
         slug = as_str(entry.get("thread_url_slug"))
         if slug:
-            return slug
+            return slug_uuid(slug) or slug  # a title slug names its UUID (§9.4)
     raise SchemaError(
         "no thread uuid in arguments, index row or entries", path="$.entries[*].thread_url_slug"
     )

@@ -22,6 +22,7 @@ from pplx_export.parse.mode_tables import SEARCH_MODE_MAP
 from pplx_export.parse.steps import decode_steps
 from pplx_export.perplexity import constants as C
 from pplx_export.util.lenient import as_dict, as_list, as_str, decode_json, dicts
+from pplx_export.util.threadref import slug_uuid
 
 JSON = dict[str, Any]
 
@@ -149,7 +150,8 @@ class AskState:
                 setattr(self, attr, value)
         slug = as_str(event.get("thread_url_slug"))
         if slug:
-            self.thread_uuid = slug
+            # A follow-up of a thread made before 2026 carries its title slug (§9.4).
+            self.thread_uuid = slug_uuid(slug) or slug
         elif not self.thread_uuid and self.backend_uuid:
             self.thread_uuid = self.backend_uuid  # a new thread's first turn id is the thread's
         if "text" in event:

@@ -400,7 +400,12 @@ def run_export(
     opts: RunOptions, refs: list[str], *, force: bool = False, api: PerplexityAPI | None = None
 ) -> BatchSummary:
     """Export the given threads (URLs or UUIDs); unchanged ones are skipped unless forced."""
-    targets = [parse_thread_ref(ref) for ref in refs]
+    # One thread named twice (its UUID and its title-slug URL, say) is exported once, with
+    # the first URL given.
+    firsts: dict[str, tuple[str, str]] = {}
+    for uuid, url in map(parse_thread_ref, refs):
+        firsts.setdefault(uuid, (uuid, url))
+    targets = list(firsts.values())
     rows: dict[str, Any] = {
         str(r.get("entryUUID")): r for r in load_index(opts.out, opts.account.name).threads
     }

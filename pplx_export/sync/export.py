@@ -8,7 +8,6 @@ done" and the next run simply exports it again.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,28 +32,26 @@ from pplx_export.search.index import update_threads
 from pplx_export.sync.assemble import Engine, default_engine, export_conversation
 from pplx_export.sync.fetch_assets import download_assets, fetch_report_body
 from pplx_export.sync.relation_facts import FactsJournal, facts_record
+from pplx_export.util import threadref
 from pplx_export.util.timefmt import format_utc
 
 log = logging.getLogger(__name__)
 
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-
 
 def parse_thread_ref(ref: str) -> tuple[str, str]:
-    """(web_uuid, url) from a thread URL (`/search/<uuid>`, `/computer/tasks/<uuid>`) or UUID.
+    """(web_uuid, url) from a thread reference: a UUID, or a thread URL of either slug form
+    (`/search/<uuid>`, `/search/<title>-<22 chars>`, `/computer/tasks/<uuid>`, `/thread/<…>`).
 
-    UUIDs are accepted in any case and stored lower-cased; the URL is kept only when the
-    user gave one (it decides the computer-vs-search URL form, protocol §4.3).
+    UUIDs are accepted in any case and stored lower-cased; a title slug names its UUID
+    with no request (protocol §9.4). The URL (without query string or fragment) is kept only
+    when the user gave a `/search/` or `/computer/tasks/` one: it decides the
+    computer-vs-search URL form (protocol §4.3).
     """
-    text = ref.strip()
-    match = _UUID.search(text)
-    if not match:
-        raise UsageError(f"not a thread URL or UUID: {ref!r}")
-    uuid = match.group(0).lower()
-    url = text if "/" in text else ""
-    if url and "/computer/tasks/" not in url and "/search/" not in url:
-        url = ""
-    return uuid, url
+    parsed = threadref.parse_thread_ref(ref)
+    if parsed is None:
+        raise UsageError(f"not a thread URL or UUID: {ref!r}; give {threadref.ACCEPTED_FORMS}")
+    url = parsed.url if parsed.kind in ("search", "computer/tasks") else ""
+    return parsed.uuid, url
 
 
 @dataclass

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from pplx_export.models import JSON, RelationEdge
+from pplx_export.util import threadref
 
 KINDS = ("same_space", "same_prompt", "subagent_of", "references")
 EVIDENCE_KEY_MAX = 80
@@ -23,7 +24,6 @@ LINK_EVIDENCE = "thread link in answer/citation"
 BARE_EVIDENCE = "uuid mentioned in content"
 
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-THREAD_LINK = re.compile(r"perplexity\.ai/(?:search|thread|computer/tasks)/(" + _UUID + ")", re.I)
 BARE_UUID = re.compile(_UUID, re.I)
 _STRIP = " \t.,!?;:。，！？；：…、"
 _WS = re.compile(r"\s+")
@@ -36,8 +36,9 @@ def normalize_query(query: str) -> str:
 
 
 def link_uuids(texts: Iterable[str]) -> set[str]:
-    """Lower-cased thread UUIDs of perplexity.ai thread links in `texts`."""
-    return {m.lower() for t in texts if t for m in THREAD_LINK.findall(t)}
+    """Lower-cased thread UUIDs of perplexity.ai thread links in `texts`: `/search/`,
+    `/thread/` or `/computer/tasks/` followed by a UUID or a title slug (protocol §9.4)."""
+    return {u for t in texts if t for u in threadref.link_uuids(t)}
 
 
 def bare_uuids(text: str) -> set[str]:

@@ -51,7 +51,12 @@ JOURNAL_NAME = "relations_cache.jsonl"
 # A journal no `relations` has folded in for this long is left to grow no further (the
 # threads it misses are read by that run instead).
 JOURNAL_CAP = 64 << 20
-CACHE_FORMAT = 2  # 2: facts hold the normalized first query (`prompt_key`)
+# 2: facts hold the normalized first query (`prompt_key`); 3: `links` include title-slug
+# thread URLs (protocol §9.4), so facts of format 2 are read again.
+CACHE_FORMAT = 3
+# A journal line's `parser` stamp (the snapshot keeps format and parser apart): lines
+# written by another parser or in another format are skipped.
+FACTS_STAMP = f"{RENDERER_VERSION}/{CACHE_FORMAT}"
 CONVERSATION_MD = "conversation.md"
 Stat = list[int] | None
 
@@ -248,7 +253,7 @@ class FactsJournal:
     def add(self, rel: str, record: JSON) -> None:
         if self.failed:
             return
-        line = dumps_compact({"rel": rel, "parser": RENDERER_VERSION, **record})
+        line = dumps_compact({"rel": rel, "parser": FACTS_STAMP, **record})
         try:
             if self.fh is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -297,7 +302,7 @@ def _replay(root: Path, records: dict[str, Record]) -> Replay:
     if lines is None:
         lines = [line for raw in raw_lines if (line := _journal_line(raw)) is not None]
     for line in lines:
-        if line.parser != RENDERER_VERSION:
+        if line.parser != FACTS_STAMP:
             continue
         held = records.get(line.rel)
         if held is None or held.facts != line.facts:
