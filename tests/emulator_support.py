@@ -10,26 +10,23 @@ from urllib.parse import quote
 import httpx
 
 from pplx_export.emulator import RunningEmulator
+from pplx_export.perplexity import constants as C
 from tools.sample_shapes import uid
 
 STD = "version=2.18&source=default"
-SCHEMATIZED = (
-    "with_parent_info=true&with_schematized_response=true&version=2.18&source=default"
-    "&limit=100&offset=0&from_first=false"
-    + "".join(
-        f"&supported_block_use_cases={u}"
-        for u in (
-            "workflow_steps",
-            "unified_assets",
-            "asset_diff_assets",
-            "write_delta",
-            "bash_delta",
-            "run_subagent_delta",
-            "background_agents",
-            "markdown",
-        )
+
+
+def schematized_query(use_cases: tuple[str, ...]) -> str:
+    return (
+        "with_parent_info=true&with_schematized_response=true&version=2.18&source=default"
+        "&limit=100&offset=0&from_first=false"
+        + "".join(f"&supported_block_use_cases={u}" for u in use_cases)
     )
-)
+
+
+# As the client asks (every use case), and as the earlier tool did (8 of them, protocol §2.4).
+SCHEMATIZED = schematized_query(C.SCHEMATIZED_BLOCK_USE_CASES)
+SCHEMATIZED_EARLIER = schematized_query(C.EARLIER_SCHEMATIZED_BLOCK_USE_CASES)
 FIRST_HASH = "a5229c390a6a00f81764187a21885cff655670029355c663fe393cc6e98f9ebe"
 NEXT_HASH = "4f6dfcb8e9d3c065aca20ca1e82ca7fe464aaffc1faefade295bb7e333199629"
 BASE_VARS = {
@@ -41,6 +38,10 @@ BASE_VARS = {
     "sources": None,
     "includeTemporary": None,
 }
+
+
+# Builder keys of the sample threads in live-site shapes (tools/sample_live.py, protocol §9).
+LIVE_SHAPE_KEYS = ("bike-chain", "houseplant", "espresso", "soft-egg", "descale")
 
 
 def sample_uuid(key: str) -> str:

@@ -34,6 +34,7 @@ from tests.e2e_support import (
     thread_uuid,
     unparseable_json,
 )
+from tests.emulator_support import LIVE_SHAPE_KEYS, sample_uuid
 
 COMPUTER_UUID = "cb11e506-373b-5e2d-9156-c7629f699010"  # Audit the nginx config (computer)
 SEARCH_UUID = "24a76805-90eb-5b12-a5e0-d0288d7ceae3"  # How do Rust lifetimes work (search)
@@ -195,8 +196,11 @@ def test_demo_writes_all_five_modes_with_their_files(tmp_path: Path) -> None:
     root = tmp_path / "demo"
     account = root / "Alice Example"
     assert sorted(p.name for p in account.iterdir()) == sorted(MODES)
-    # 17 sample threads, 1 deleted, 1 expired; bob's comes through `batch --space`
-    assert sum(summary.by_mode.values()) == 15
+    # 22 sample threads, 1 deleted, 1 expired; bob's comes through `batch --space`
+    assert sum(summary.by_mode.values()) == 20
+    # the threads in live-site shapes (protocol §9) export like the others
+    exported = {thread_uuid(d) for d in thread_dirs(root)}
+    assert {sample_uuid(key) for key in LIVE_SHAPE_KEYS} <= exported
     assert (root / "Bob Rivera" / "search").is_dir()
     assert (root / "spaces" / "index.md").is_file()
     assert (root / "spaces" / "team-roadmap-7a3e55.md").is_file()

@@ -100,7 +100,7 @@ def test_follow_up_appends_a_turn(emu_fresh: RunningEmulator) -> None:
         entries = [e for p in fetch_pages(http, first["backend_uuid"]) for e in p["entries"]]
         assert [e["query_str"] for e in entries] == ["Name a prime number", "And another one?"]
         assert entries[1]["query_source"] == "followup"
-        assert len(graphql_all(http)) == 17  # one new thread, not two
+        assert len(graphql_all(http)) == 22  # 21 listed sample threads + one new, not two
 
 
 def test_follow_up_on_sample_thread_and_unknown_parent(emu_fresh: RunningEmulator) -> None:

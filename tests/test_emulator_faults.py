@@ -14,14 +14,16 @@ from tests.emulator_support import STD, client, graphql_page, rest_all, sample_u
 def test_parse_full_spec() -> None:
     spec = parse_faults(
         "latency=20ms,429=0.1,500=0.05,503=0.01,drop=0.02,truncate=0.02,challenge=0.02,"
-        "graphql_rotated,retry_after=0,session"
+        "graphql_rotated,newest_first,retry_after=0,session"
     )
     assert spec.latency_s == pytest.approx(0.02)
     assert spec.p_429 == 0.1
     assert spec.p_5xx == {500: 0.05, 503: 0.01}
     assert (spec.p_drop, spec.p_truncate, spec.p_challenge) == (0.02, 0.02, 0.02)
-    assert spec.graphql_rotated and spec.include_session
+    assert spec.graphql_rotated and spec.include_session and spec.newest_first
     assert spec.retry_after == "0"
+    assert parse_faults("newest_first=off").newest_first is False
+    assert parse_faults("newest_first").active is False  # a switch: nothing is drawn
     assert parse_faults("latency=0.5s").latency_s == 0.5
     assert parse_faults("").active is False
 
@@ -83,7 +85,7 @@ def test_graphql_rotated_forces_rest_fallback() -> None:
         rows = rest_all(http)
     assert body["errors"][0]["extensions"]["code"] == "PERSISTED_QUERY_NOT_FOUND"
     assert "data" not in body
-    assert len(rows) == 16  # 17 sample threads; bob's is in its space's listing only
+    assert len(rows) == 21  # 22 sample threads; bob's is in its space's listing only
 
 
 def test_latency_fault_still_answers() -> None:

@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from pplx_export.emulator import Library
+from pplx_export.emulator import Library, run_emulator
+from pplx_export.emulator.library import slug_uuid
 from pplx_export.emulator.timeutil import format_us, parse_time
 
 
@@ -104,3 +106,40 @@ def test_duplicate_uuid_keeps_the_newest_copy(tmp_path: Path) -> None:
 def test_missing_directory_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         Library.load(tmp_path / "nope")
+
+
+def test_title_slugs_name_their_thread(tmp_path: Path) -> None:
+    # protocol §9.4's checked pair; a UUID's own last 22 characters must not be decoded
+    assert slug_uuid("x-Xs6pxUAfRwqwP8Wg0SsM6Q") == "5ecea9c5-401f-470a-b03f-c5a0d12b0ce9"
+    assert slug_uuid("5ecea9c5-401f-470a-b03f-c5a0d12b0ce9") == ""
+    assert slug_uuid("stubtest01") == slug_uuid("no-tail") == ""
+    slug = "what-is-a-kettle-Xs6pxUAfRwqwP8Wg0SsM6Q"
+    write_thread(tmp_path, "bob/search/2030-01-01_k_5ecea9c5",
+                 entries=[entry("k1", 1_893_456_000_000_000, thread_url_slug=slug)])  # fmt: skip
+    library = Library.load(tmp_path)
+    record = library.get(slug)
+    assert record is not None and record.uuid == "5ecea9c5-401f-470a-b03f-c5a0d12b0ce9"
+    assert library.canonical_id(slug) == record.uuid and library.canonical_id("nope") == "nope"
+    with run_emulator(library) as emu:
+        with httpx.Client(base_url=emu.base_url, cookies=emu.cookies) as http:
+            pages = [http.get(f"/rest/thread/{t}").json() for t in (record.uuid, slug)]
+        assert pages[0] == pages[1] and pages[0]["entries"][0]["uuid"] == "k1"
+        assert emu.stats()["by_thread"] == {record.uuid: 2}
+
+
+def test_blocks_of_plain_entries(tmp_path: Path) -> None:
+    """A blocks-only plain entry (protocol §9.1) keeps its blocks in the schematized answer of
+    a thread without raw_blocks.json; a touched turn does not copy them."""
+    answer = {"intended_usage": "ask_text_0_markdown", "markdown_block": {"answer": "Hi."}}
+    write_thread(tmp_path, "bob/search/2030-01-01_b_bbbb",
+                 entries=[{"uuid": "b1", "query_str": "hello", "blocks": [answer]}],
+                 thread_json={"web_uuid": "thread-b"})  # fmt: skip
+    with run_emulator(tmp_path) as emu:
+        emu.mutate(touch="thread-b")
+        with httpx.Client(base_url=emu.base_url, cookies=emu.cookies) as http:
+            query = "with_schematized_response=true&supported_block_use_cases=markdown"
+            page = http.get(f"/rest/thread/thread-b?{query}").json()
+    first, touched = page["entries"]
+    assert first["blocks"] == [answer]
+    assert touched["query_str"] == "Any news since last time?"
+    assert touched["blocks"] == []  # its answer is its text, not a copy of turn 1's blocks

@@ -67,7 +67,12 @@ def test_sample_covers_every_mode_and_four_spaces(library: Library) -> None:
     assert states[sample_uuid("packing")] == "deleted"
     assert states[sample_uuid("summer")] == "expired"
     assert sum(s == "ok" for s in states.values()) == len(records) - 2
+    # Step lists everywhere but in the three threads whose answer lives elsewhere (§9.1;
+    # test_emulator_live_shapes.py checks those).
+    other_forms = {sample_uuid(k) for k in ("bike-chain", "houseplant", "soft-egg")}
     for record in records:
+        if record.uuid in other_forms:
+            continue
         for entry in record.entries:
             assert isinstance(entry["text"], str)  # plain steps travel as a JSON string
             for step in steps_of(entry):

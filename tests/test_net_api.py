@@ -85,12 +85,14 @@ def test_schematized_params_in_order_and_paced_4s() -> None:
         ("limit", "100"),
         ("offset", "0"),
         ("from_first", "false"),
-        ("supported_block_use_cases", "workflow_steps"),
-        ("supported_block_use_cases", "unified_assets"),
+        ("supported_block_use_cases", "answer_modes"),
+        ("supported_block_use_cases", "media_items"),
     ]
-    assert [v for k, v in q if k == "supported_block_use_cases"] == list(
-        C.SCHEMATIZED_BLOCK_USE_CASES
-    )
+    cases = [v for k, v in q if k == "supported_block_use_cases"]
+    assert cases == list(C.SCHEMATIZED_BLOCK_USE_CASES)
+    # The ask call's 32 and the earlier thread call's 8, each once (3 are in both).
+    assert len(cases) == len(set(cases)) == 37
+    assert set(cases) == set(C.ASK_BLOCK_USE_CASES) | set(C.EARLIER_SCHEMATIZED_BLOCK_USE_CASES)
     assert clock.sleeps == pytest.approx([4.0])
 
 

@@ -21,6 +21,8 @@ TURN_SECTIONS = (
     "Step log",
     "Sub-agent work",
     "Answer",
+    "Images and videos",
+    "Related",
     "Citations of this turn",
 )
 

@@ -80,6 +80,7 @@ class SampleThread:
     space: JSON | None = None
     report_info: JSON | None = None
     author: str = AUTHOR
+    slug: str = ""  # a pre-2026 title slug (§9.4); new threads' slug is their UUID
 
     @property
     def uuid(self) -> str:
@@ -883,6 +884,9 @@ def weather(key: str, query: str, day: str, source: str) -> SampleThread:
 
 
 def all_threads() -> list[SampleThread]:
+    # Imported here: sample_live builds its threads with this module's helpers.
+    from tools.sample_live import live_threads
+
     return [
         tides(),
         basil(),
@@ -902,20 +906,34 @@ def all_threads() -> list[SampleThread]:
         tomatoes(),
         roadmap(),
         *(weather(*spec) for spec in WEATHER_QUERIES),
+        *live_threads(),
     ]  # fmt: skip
 
 
+def _entry_urls(entry: JSON) -> list[str]:
+    """Source URLs of one plain entry, whichever form its answer takes (protocol §5.3, §9.1):
+    `sources`, a step list's FINAL, an object `text`, the `web_results` blocks."""
+    found = [s.get("url", "") for s in entry.get("sources") or []]
+    try:
+        decoded = json.loads(entry.get("text") or "null")
+    except ValueError:  # plain Markdown text
+        decoded = None
+    bodies = [decoded] if isinstance(decoded, dict) else []
+    for st in decoded if isinstance(decoded, list) else []:
+        if st.get("step_type") == "FINAL":
+            bodies.append(json.loads(st["content"]["answer"]))
+    for body in bodies:
+        found += [r.get("url", "") for r in body.get("web_results") or []]
+    for block in entry.get("blocks") or []:
+        found += [
+            r.get("url", "") for r in block.get("web_result_block", {}).get("web_results", [])
+        ]
+    return found
+
+
 def _n_sources(plain: JSON) -> int:
-    """Thread-level citation count over the plain channels (protocol §5.3)."""
-    seen: set[str] = set()
-    for entry in plain["entries"]:
-        urls = [s.get("url", "") for s in entry.get("sources") or []]
-        for st in json.loads(entry["text"]):
-            if st.get("step_type") == "FINAL":
-                body = json.loads(st["content"]["answer"])
-                urls += [r.get("url", "") for r in body.get("web_results") or []]
-        seen.update(u for u in urls if u)
-    return len(seen)
+    """Thread-level citation count over the plain channels."""
+    return len({u for entry in plain["entries"] for u in _entry_urls(entry) if u})
 
 
 def _dump(path: Path, value: Any, *, indent: int | None = None) -> None:
@@ -939,7 +957,7 @@ def build(root: Path) -> list[SampleThread]:
         thread_json = {
             "web_uuid": t.uuid,
             "psc_uuid": t.context_uuid,
-            "url": f"https://www.perplexity.ai/{url_kind}/{t.uuid}",
+            "url": f"https://www.perplexity.ai/{url_kind}/{t.slug or t.uuid}",
             "title": t.title,
             "mode": t.mode,
             "author": t.author,

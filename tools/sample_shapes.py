@@ -7,6 +7,7 @@ deterministic: ids come from `uid(name)` (UUIDv5) and times from ISO literals.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import uuid as uuidlib
@@ -332,6 +333,90 @@ def workflow_payload(
         out["objective_chunks"] = objective
     out.update(extra)
     return out
+
+
+# -- live-site shapes (protocol §9) ------------------------------------------------------------
+
+
+def object_text(answer: str, web_results: list[JSON]) -> str:
+    """An entry `text` that is a JSON object, not a step list (§9.1 form 2: 2023-2024)."""
+    body = {
+        "answer": answer,
+        "web_results": web_results,
+        "chunks": chunks(answer),
+        "extra_web_results": [],
+    }
+    return json.dumps(body, ensure_ascii=False)
+
+
+def short_result(name: str, url: str, snippet: str) -> JSON:
+    """A web result as the 2024 object `text` carries it: name, url, snippet only."""
+    return {"name": name, "url": url, "snippet": snippet}
+
+
+def live_times(entry: JSON, *, created: str = "", updated: str) -> JSON:
+    """Time fields as live captures carry them (§9.2): no `created_us`/`updated_us`, a naive
+    `updated_datetime` always, tz-aware `entry_*_datetime` only when `created` is given."""
+    entry.pop("created_us", None)
+    entry.pop("updated_us", None)
+    entry["updated_datetime"] = naive(updated)
+    if created:
+        entry["entry_created_datetime"] = aware(created)
+        entry["entry_updated_datetime"] = aware(updated)
+    return entry
+
+
+def pro_step(step_type: str, content: JSON, step_uuid: str) -> JSON:
+    """A `pro_search_steps` step (§9.7): the content sits under `<type>_content`."""
+    key = {"SEARCH_RESULTS": "web_results"}.get(step_type, step_type.lower())
+    return {"uuid": step_uuid, "step_type": step_type, f"{key}_content": content}
+
+
+def pro_search_steps_block(goals: list[JSON], steps: list[JSON]) -> JSON:
+    return {
+        "intended_usage": "pro_search_steps",
+        "plan_block": {"progress": "DONE", "goals": goals, "final": True, "steps": steps},
+    }
+
+
+def goals_plan_block(goals: list[JSON]) -> JSON:
+    """A `plan` block listing the same goals as the entry's `plan` field (§9.7)."""
+    return {
+        "intended_usage": "plan",
+        "plan_block": {"progress": "DONE", "goals": goals, "final": True},
+    }
+
+
+def media_block(items: list[JSON]) -> JSON:
+    """`media_items` block (§9.7, reported): images and videos shown with the answer.
+
+    The item shape is ours (docs/emulator.md): `medium` (image|video), `name`, `url` (the page
+    it comes from), `image` (full-size image, a video's poster frame), `thumbnail`,
+    `image_width`, `image_height`, `source`; a video also has `video_url` and `duration_s`."""
+    return {
+        "intended_usage": "media_items",
+        "media_block": {"progress": "DONE", "media_items": items},
+    }
+
+
+def sources_mode_block(results: list[JSON]) -> JSON:
+    """`sources_answer_mode` block (§9.7, reported): one row per source, with its citation."""
+    rows = [
+        {"web_result": {k: r[k] for k in ("name", "url", "snippet")}, "citation": n}
+        for n, r in enumerate(results, start=1)
+    ]
+    return {
+        "intended_usage": "sources_answer_mode",
+        "sources_mode_block": {"progress": "DONE", "rows": rows},
+    }
+
+
+def title_slug(title: str, thread_uuid: str) -> str:
+    """A pre-2026 thread URL slug (§9.4): title words, then the UUID's 16 bytes in unpadded
+    base64url (22 characters, which may themselves hold `-` and `_`)."""
+    words = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60].rstrip("-")
+    tail = base64.urlsafe_b64encode(uuidlib.UUID(thread_uuid).bytes).rstrip(b"=").decode()
+    return f"{words}-{tail}"
 
 
 # -- archive naming (protocol §6.1) -----------------------------------------------------------

@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--faults",
         default="",
-        help='e.g. "latency=20ms,429=0.1,500=0.05,drop=0.02"; the SSE ask: '
+        help='e.g. "latency=20ms,429=0.1,500=0.05,drop=0.02"; switches: '
+        '"graphql_rotated,newest_first"; the SSE ask: '
         '"ask_silence=5s,ask_step=300ms,ask=cut|cut_running|end|error|hang,ask_404=1"',
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault and id streams")

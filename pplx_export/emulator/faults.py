@@ -1,5 +1,6 @@
 """Deterministic fault injection: `--faults "latency=20ms,429=0.1,500=0.05,drop=0.02,…"`.
 
+`newest_first` is a switch, not a fault: thread pages come newest window first (§9.2).
 The `ask*` keys script the SSE ask instead of drawing numbers: how long a deep research or
 council run stays silent, the pause between growing events, how the stream ends (`ask=cut`,
 …, see ASK_OUTCOMES) and how many fetches of a just-created thread answer 404.
@@ -43,6 +44,7 @@ class FaultSpec:
     p_truncate: float = 0.0
     p_challenge: float = 0.0
     graphql_rotated: bool = False
+    newest_first: bool = False  # thread pages: the newest window first (protocol §9.2)
     retry_after: str = "1"
     include_session: bool = False  # the session probe is fault-exempt unless asked
     ask_outcome: str = "complete"
@@ -104,6 +106,8 @@ def parse_faults(text: str) -> FaultSpec:
             spec.p_challenge = _probability(key, value)
         elif key == "graphql_rotated":
             spec.graphql_rotated = value.lower() not in ("0", "false", "no", "off")
+        elif key == "newest_first":
+            spec.newest_first = value.lower() not in ("0", "false", "no", "off")
         elif key == "retry_after":
             spec.retry_after = value or "0"
         elif key == "ask":

@@ -16,6 +16,7 @@ listing).
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import re
@@ -147,15 +148,41 @@ def _last_updated(thread_json: JSON, plain: JSON) -> str:
     return timeutil.format_us(timeutil.EPOCH)
 
 
+_TITLE_SLUG = re.compile(r"^.+-([A-Za-z0-9_-]{22})$")
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuidlib.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def slug_uuid(slug: str) -> str:
+    """The thread UUID a pre-2026 title slug names (`<words>-<22 chars>`: the UUID's 16 bytes
+    in unpadded base64url, protocol §9.4), else ""."""
+    match = _TITLE_SLUG.match(slug)
+    if not match or _is_uuid(slug):  # a UUID's last 22 characters decode too
+        return ""
+    try:
+        raw = base64.urlsafe_b64decode(match.group(1) + "==")
+    except ValueError:
+        return ""
+    return str(uuidlib.UUID(bytes=raw)) if len(raw) == 16 else ""
+
+
 def _thread_uuid(thread_json: JSON, plain: JSON, directory: Path) -> str:
     value = as_str(thread_json.get("web_uuid"))
     if value:
         return value
     for entry in dicts(plain.get("entries")):
-        for key in ("thread_url_slug", "backend_uuid"):
-            value = as_str(entry.get(key))
-            if value:
-                return value
+        slug = as_str(entry.get("thread_url_slug"))
+        if slug:
+            return slug_uuid(slug) or slug
+        value = as_str(entry.get("backend_uuid"))
+        if value:
+            return value
     return directory.name.rsplit("_", 1)[-1]
 
 
@@ -263,8 +290,17 @@ class Library:
     # -- queries -------------------------------------------------------------------------
 
     def get(self, thread_id: str) -> ThreadRecord | None:
+        """By UUID (any case), or by a thread's title slug (exact)."""
         with self.lock:
-            return self.threads.get(thread_id) or self.threads.get(thread_id.lower())
+            found = self.threads.get(thread_id) or self.threads.get(thread_id.lower())
+            if found is None and thread_id:
+                found = next((t for t in self.threads.values() if t.slug == thread_id), None)
+            return found
+
+    def canonical_id(self, thread_id: str) -> str:
+        """The UUID of the thread a request names (by UUID or title slug), else as given."""
+        record = self.get(thread_id) if thread_id else None
+        return record.uuid if record is not None else thread_id
 
     def listing(
         self, *, ascending: bool = False, search: str = "", space_view: bool = False
@@ -347,6 +383,11 @@ class Library:
                     "is_background": None,
                 }
             )
+            # The new turn's answer is its `text`: drop the copied turn's blocks and times.
+            template.pop("blocks", None)
+            for key in ("entry_created_datetime", "entry_updated_datetime"):
+                if key in template:
+                    template[key] = when.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
             record.plain.setdefault("entries", []).append(template)
             meta = record.plain.get("thread_metadata")
             if isinstance(meta, dict):
@@ -442,11 +483,12 @@ def schematized_entry(plain_entry: JSON, answer: str) -> JSON:
 
 
 def blocks_from_plain(plain: JSON) -> JSON:
-    """A schematized response for a thread archived without raw_blocks: same entries, no blocks."""
+    """A schematized response for a thread archived without raw_blocks: same entries, and only
+    the blocks a plain entry carried itself (blocks-only entries, §9.1)."""
 
     def strip(entry: JSON) -> JSON:
         out = {k: v for k, v in entry.items() if k not in ("text", "plan")}
-        out["blocks"] = []
+        out["blocks"] = dicts(entry.get("blocks"))
         return out
 
     return {

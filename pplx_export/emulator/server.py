@@ -193,7 +193,8 @@ class EmulatorHandler(BaseHTTPRequestHandler):
         if path.startswith("/__emulator/"):
             self._send(self._control(method, path, split.path, body))
             return
-        self.app.stats.count(method, path, routes.thread_id_of(method, path))
+        thread_id = self.app.library.canonical_id(routes.thread_id_of(method, path))
+        self.app.stats.count(method, path, thread_id)
         faulted, truncate = self._apply_faults(path)
         if faulted is not None:
             if faulted.status:  # status 0: the drop fault, already closed

@@ -67,18 +67,6 @@ ASK_TIMEOUT = 600.0
 # -- pacing: multiples of [network] min_interval (3 s by default) ------------------------------
 BLOCKS_PACE_SCALE = 4.0 / 3.0  # 4 s before the schematized fetch
 
-# Repeated `supported_block_use_cases` of the schematized thread call, in this order.
-SCHEMATIZED_BLOCK_USE_CASES: tuple[str, ...] = (
-    "workflow_steps",
-    "unified_assets",
-    "asset_diff_assets",
-    "write_delta",
-    "bash_delta",
-    "run_subagent_delta",
-    "background_agents",
-    "markdown",
-)
-
 # The ask call's superset, in order (protocol §2.12).
 ASK_BLOCK_USE_CASES: tuple[str, ...] = (
     "answer_modes",
@@ -113,6 +101,26 @@ ASK_BLOCK_USE_CASES: tuple[str, ...] = (
     "workflow_widgets",
     "navigation_results",
     "background_agents",
+)
+
+# The schematized thread call's use cases as the earlier tool sent them (protocol §2.4).
+EARLIER_SCHEMATIZED_BLOCK_USE_CASES: tuple[str, ...] = (
+    "workflow_steps",
+    "unified_assets",
+    "asset_diff_assets",
+    "write_delta",
+    "bash_delta",
+    "run_subagent_delta",
+    "background_agents",
+    "markdown",
+)
+
+# Repeated `supported_block_use_cases` of the schematized thread call: the ask call's list,
+# then the earlier tool's use cases it lacks, each once, in that order (37). The browser
+# sends 28-29 here, and the earlier 8 may hide blocks from deep
+# research and study threads (§9.7): a use case we do not list is a block we never see.
+SCHEMATIZED_BLOCK_USE_CASES: tuple[str, ...] = tuple(
+    dict.fromkeys(ASK_BLOCK_USE_CASES + EARLIER_SCHEMATIZED_BLOCK_USE_CASES)
 )
 
 # model_preference per CLI mode for the ask call; council also sends 2-3 compare models.

@@ -1,4 +1,11 @@
-"""Thread detail: plain and schematized pages with opaque cursors (protocol §2.4)."""
+"""Thread detail: plain and schematized pages with opaque cursors (protocol §2.4).
+
+Pages are windows of `page_size` entries, each in conversation order. By default page one
+holds the oldest entries; the `newest_first` switch serves the newest window first, as
+live checks report (§9.2). A schematized page carries only the blocks whose use case the
+request lists (`supported_block_use_cases`, see emulator/blocks.py). A thread answers at its
+UUID and at its title slug (§9.4).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ import hashlib
 import json
 
 from pplx_export.emulator import assets as assetlib
+from pplx_export.emulator import blocks as blocklib
 from pplx_export.emulator.http import JSON, Request, Response, error
 from pplx_export.emulator.library import DELETED, EXPIRED, ThreadRecord, blocks_from_plain
 from pplx_export.util.lenient import dicts
@@ -39,11 +47,18 @@ def _state_error(record: ThreadRecord) -> Response | None:
     return None
 
 
+def window(n_entries: int, size: int, page: int, *, newest_first: bool) -> slice:
+    """The entries of page `page` (0-based): oldest window first, or newest first."""
+    if not newest_first:
+        return slice(page * size, (page + 1) * size)
+    end = n_entries - page * size
+    return slice(max(0, end - size), end)
+
+
 def thread_detail(req: Request) -> Response:
-    thread_id = thread_id_of(req.method, req.path)
     library = req.app.library
-    record = library.get(thread_id)
-    if record is None or req.app.take_hidden(thread_id):
+    record = library.get(thread_id_of(req.method, req.path))  # a UUID or a title slug
+    if record is None or req.app.take_hidden(record.uuid):
         return error(404, "THREAD_NOT_FOUND", "Not found")
     if record.uuid in library.forbidden_threads:
         return error(403, "VIEW_THREAD_NOT_ALLOWED", "You cannot view this thread")
@@ -68,15 +83,17 @@ def thread_detail(req: Request) -> Response:
                 return error(400, "INVALID_CURSOR", "Unknown cursor")
             page = matches[0]
         last = page == n_pages - 1
+        served = window(len(entries), size, page, newest_first=req.app.faults.spec.newest_first)
         payload: JSON = {
             "thread_metadata": source.get("thread_metadata"),
-            "entries": entries[page * size : (page + 1) * size],
+            "entries": entries[served],
             "background_entries": dicts(source.get("background_entries")) if last else [],
             "has_next_page": not last,
             "next_cursor": "" if last else cursor_token(record.uuid, flavor, page + 1),
         }
         if schematized:
             payload = copy.deepcopy(payload)
+            blocklib.withhold(payload, set(req.query.get("supported_block_use_cases", [])))
             assetlib.rewrite_blocks_page(payload, req.app.base_url)
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
     return Response(200, body)

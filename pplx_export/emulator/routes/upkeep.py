@@ -36,7 +36,7 @@ def _with_expiry(response: Response, stamp: int) -> Response:
 def intercept(req: Request) -> Response | None:
     app = req.app
     upkeep = app.upkeep
-    thread_id = threads.thread_id_of(req.method, req.path)
+    thread_id = app.library.canonical_id(threads.thread_id_of(req.method, req.path))
     if thread_id:
         with upkeep.lock:
             status = upkeep.thread_status.get(thread_id, 0)
