@@ -278,8 +278,8 @@ def pro_search() -> J:
                             {
                                 "medium": "image",
                                 "name": "Frosted outdoor unit",
-                                "url": "https://images.example.org/frost.jpg",
-                                "source_url": "https://example.org/defrost",
+                                "image": "https://images.example.org/frost.jpg",
+                                "url": "https://example.org/defrost",
                             },
                             {
                                 "medium": "video",

@@ -138,7 +138,10 @@ def test_pro_search_blocks_show_once_with_related_media_and_source_rows() -> Non
         "## Related\n\n- How long does a defrost cycle last?\n- Do heat pumps work at -20 °C?"
         in page
     )
-    assert "- [Frosted outdoor unit](https://images.example.org/frost.jpg) (image)" in page
+    assert (
+        "- [Frosted outdoor unit](https://images.example.org/frost.jpg) (image)"
+        " — [example.org](https://example.org/defrost)"
+    ) in page
     assert "- [Defrost cycle explained](https://video.example.com/defrost) (video)" in page
     # The `sources_answer_mode` row is a source of the turn.
     assert "https://example.net/reversing-valve" in [c.url for c in turn.citations]
@@ -215,3 +218,13 @@ def test_each_known_form_moved_out_of_reach_is_a_loss(name: str) -> None:
 def test_a_known_answer_with_no_sources_is_not_a_loss() -> None:
     conv = parse(L.plain_markdown_text())
     assert conv.turns[0].losses == []
+
+
+def test_a_thread_with_a_title_slug_is_linked_by_it() -> None:
+    plain = L.object_text()
+    for entry in plain["entries"]:
+        entry["thread_url_slug"] = "descaling-a-kettle-Xs6pxUAfRwqwP8Wg0SsM6Q"  # = L.THREAD
+    conv = parse_thread(plain, None, None)
+    assert conv.web_uuid == L.THREAD
+    assert conv.url == "https://www.perplexity.ai/search/descaling-a-kettle-Xs6pxUAfRwqwP8Wg0SsM6Q"
+    assert parse(L.object_text()).url == f"https://www.perplexity.ai/search/{L.THREAD}"

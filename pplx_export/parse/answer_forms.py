@@ -86,26 +86,36 @@ def sources_mode_rows(blocks: list[dict[str, Any]]) -> list[Any]:
 
 def media_items(blocks: list[dict[str, Any]]) -> list[MediaItem]:
     """Images and videos of `media_items` blocks. The block's inner shape is reported, not
-    seen (§9.7): any list of dicts inside `media_block` is read, each item by the usual
-    names of its link."""
+    seen (§9.7): any list of dicts inside `media_block` is read. As in the site's image
+    results, an image item's `image` is the picture and its `url` the page it is on; a
+    video's `url` is its page."""
     out: list[MediaItem] = []
     for block in blocks:
         if as_str(block.get("intended_usage")) != "media_items":
             continue
-        media = as_dict(block.get("media_block"))
-        for value in media.values():
+        for value in as_dict(block.get("media_block")).values():
             for item in dicts(value):
-                url = first_str(item, "url", "image", "image_url", "video_url", "src", "link")
-                if url and all(m.url != url for m in out):
-                    out.append(
-                        MediaItem(
-                            url=url,
-                            kind=first_str(item, "medium", "media_type", "type", "kind"),
-                            title=first_str(item, "name", "title"),
-                            source=first_str(item, "source_url", "page_url", "origin"),
-                        )
-                    )
+                media = _media_item(item)
+                if media is not None and all(m.url != media.url for m in out):
+                    out.append(media)
     return out
+
+
+def _media_item(item: dict[str, Any]) -> MediaItem | None:
+    kind = first_str(item, "medium", "media_type", "type", "kind")
+    page = first_str(item, "url", "link", "source_url", "page_url")
+    if kind.lower() == "image":
+        url = first_str(item, "image", "image_url", "src") or page
+    else:
+        url = page or first_str(item, "video_url", "image", "image_url", "src")
+    if not url:
+        return None
+    return MediaItem(
+        url=url,
+        kind=kind,
+        title=first_str(item, "name", "title"),
+        source=page if page and page != url else "",
+    )
 
 
 def pro_search_steps(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -38,10 +38,18 @@ SITE = "https://www.perplexity.ai"
 _ENTRY_ERRORS = (TypeError, ValueError, AttributeError, KeyError, RecursionError)
 
 
-def thread_url(web_uuid: str, index_row: dict[str, Any] | None) -> str:
-    """§4.3: the computer form when the index row says ASI/COMPUTER, else the search form."""
+def thread_url(
+    web_uuid: str, index_row: dict[str, Any] | None, entries: list[Any] | None = None
+) -> str:
+    """§4.3: the computer form when the index row says ASI/COMPUTER, else the search form;
+    a thread made before about 2026 is named by its title slug (§9.4), as the browser
+    shows it, when its entries carry one."""
     if row_mode(index_row) in COMPUTER_ROW_MODES:
         return f"{SITE}/computer/tasks/{web_uuid}"
+    for entry in dicts(entries or []):
+        slug = as_str(entry.get("thread_url_slug"))
+        if slug and slug != web_uuid and slug_uuid(slug) == web_uuid:
+            return f"{SITE}/search/{slug}"
     return f"{SITE}/search/{web_uuid}"
 
 
@@ -258,7 +266,7 @@ def parse_thread(
     decoded: dict[int, list[Step]] = {}
     twins = _twins(blocks)
     turns = _build_turns(entries, warnings, decoded, twins)
-    url = url or thread_url(uuid, row)
+    url = url or thread_url(uuid, row, entries)
     mode, mode_warnings = detect_mode(
         metadata, row, url, [s for t in turns for s in t.steps], entries
     )
