@@ -107,12 +107,21 @@ def test_rest_rows_keep_the_live_fields_and_modes_pick_the_right_threads(sample:
         assert by_mode[mode] == {u for u, m in truth.items() if m == mode}, mode
         assert all(item["mode"] == mode and item["dir"].startswith(f"{mode}/") for item in todo)
     assert by_mode["search"] and by_mode["computer"] and by_mode["deep-research"]
-    # `status` counts the index per mode before anything is exported.
-    result = sample.offline("status", "--json")
+    # `status` names each indexed thread's mode before anything is exported...
+    result = sample.offline("status", "--json", "-vvv")
     assert result.exit_code == 0, result.output
+    (account,) = json.loads(result.stdout)["accounts"]
+    assert {row["uuid"]: row["mode"] for row in account["threads"]} == truth
     # Each mode's threads land under their mode's folder.
     result = sample.cli("batch")
     assert result.exit_code == 0, result.output
+    # ... and counts the exported ones per mode.
+    (account,) = json.loads(sample.offline("status", "--json", "-vv").stdout)["accounts"]
+    done: dict[str, int] = {}
+    for uuid, mode in truth.items():
+        if uuid in exportable:
+            done[mode] = done.get(mode, 0) + 1
+    assert account["done_by_mode"] == done
     for uuid, mode in truth.items():
         if uuid not in exportable:
             continue  # deleted / expired: nothing lands
