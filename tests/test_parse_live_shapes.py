@@ -9,6 +9,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from pplx_export.archive.thread_json import build_thread_json
 from pplx_export.models import Conversation
@@ -228,3 +230,72 @@ def test_a_thread_with_a_title_slug_is_linked_by_it() -> None:
     assert conv.web_uuid == L.THREAD
     assert conv.url == "https://www.perplexity.ai/search/descaling-a-kettle-Xs6pxUAfRwqwP8Wg0SsM6Q"
     assert parse(L.object_text()).url == f"https://www.perplexity.ai/search/{L.THREAD}"
+
+
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                ["answer", "chunks", "web_results", "url", "text", "markdown_block", "blocks"]
+            )
+            | st.text(max_size=6),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=16,
+)
+
+
+_ANSWERS = (
+    st.text("abcdefgh ", min_size=1, max_size=12).filter(str.strip).map(lambda a: {"answer": a})
+)
+# An answer hidden one or two levels down where no form reads it (a loss), or where one does.
+_HIDDEN = st.recursive(
+    _ANSWERS,
+    lambda inner: (
+        st.lists(inner, min_size=1, max_size=2)
+        | st.dictionaries(st.sampled_from(["response", "data", "result"]), inner, min_size=1)
+    ),
+    max_leaves=3,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@example(name="object-text", field="text", value=[{"answer": "hidden"}])
+@example(name="blocks-only", field="text", value=json.dumps({"data": {"answer": "hidden"}}))
+@given(
+    name=st.sampled_from(sorted(L.threads())),
+    field=st.sampled_from(["text", "blocks", "plan", "related_queries", "updated_datetime"]),
+    value=_JSONISH | _JSONISH.map(json.dumps) | _HIDDEN | _HIDDEN.map(json.dumps),
+)
+def test_odd_values_in_the_live_fields_never_crash_and_never_lose_silently(
+    name: str, field: str, value: Any
+) -> None:
+    plain, blocks = copy.deepcopy(L.threads()[name])
+    plain["entries"][0][field] = value
+    conv = parse(plain, blocks)
+    render_thread(conv)
+    turn = next(t for t in conv.turns if t.uuid == plain["entries"][0]["uuid"])
+    # An answer string anywhere in the entry is shown or reported, never dropped in silence.
+    if _holds_an_answer(plain["entries"][0]):
+        assert turn.answer.strip() or [loss.kind for loss in turn.losses][:1] == ["answer"]
+
+
+def _holds_an_answer(value: Any) -> bool:
+    """A non-blank `answer` string anywhere in `value`, JSON strings decoded."""
+    if isinstance(value, str):
+        try:
+            return _holds_an_answer(json.loads(value)) if value.lstrip()[:1] in "{[" else False
+        except ValueError:
+            return False
+    if isinstance(value, list):
+        return any(_holds_an_answer(v) for v in value)
+    if isinstance(value, dict):
+        answer = value.get("answer")
+        if isinstance(answer, str) and answer.strip() and answer.lstrip()[:1] not in "{[":
+            return True
+        return any(_holds_an_answer(v) for v in value.values())
+    return False
