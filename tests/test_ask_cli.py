@@ -130,7 +130,13 @@ def test_every_mode_lands_in_its_mode_folder(rig: Rig, mode: str, extra: tuple[s
     assert "/search/" in result.stderr and "COMPLETED" in result.stderr
 
 
-@pytest.mark.parametrize("models", ["a1,b2", "a1,b2,c3"])
+@pytest.mark.parametrize(
+    "models",
+    [
+        "gpt56_sol_thinking,gemini31pro_high",
+        "gpt56_sol_thinking,gemini31pro_high,claude50opusthinking",
+    ],
+)
 def test_council_takes_two_or_three_models(rig: Rig, models: str) -> None:
     doc = rig.ask_json("Which format lasts?", "--mode", "council", "--models", models)
     assert doc["status"] == "COMPLETED" and doc["mode"] == "council"
@@ -290,12 +296,14 @@ def test_a_failed_final_status_moves_and_archives_nothing(rig: Rig) -> None:
 @pytest.mark.parametrize("outcome", ["end", "cut_running"])
 def test_a_stream_without_completed_archives_nothing(rig: Rig, outcome: str) -> None:
     faulted(rig, f"ask={outcome}")
-    doc = rig.ask_json("Unfinished", code=1)
+    doc = rig.ask_json("Unfinished", "--poll-for", "30", code=1)
     assert doc["status"] == "PENDING" and doc["archived_to"] is None
     assert rig.thread_dirs() == []
-    assert rig.calls(THREAD_ENDPOINT) == 1  # one fetch to see where the thread stands
-    result = rig.run("ask", "Unfinished again")
+    # Polled (bounded: 30 s at one poll per 10 s), never asked again.
+    assert rig.calls(THREAD_ENDPOINT) == 4 and rig.calls(ASK_ENDPOINT) == 1
+    result = rig.run("ask", "Unfinished again", "--poll-for", "0")
     assert result.exit_code == 1
+    assert "still PENDING" in result.stderr
     assert "pplx-export export" in result.stderr and "/search/" in result.stderr
 
 
@@ -314,7 +322,7 @@ def test_a_dropped_stream_of_a_completed_thread_is_archived(rig: Rig) -> None:
 
 def test_silence_past_the_timeout_stops_watching(rig: Rig) -> None:
     faulted(rig, "ask=hang")
-    result = rig.run("ask", "Silent", "--timeout", "1")
+    result = rig.run("ask", "Silent", "--timeout", "1", "--poll-for", "0")
     assert result.exit_code == 1
     assert "no event for 1 s" in result.stderr and "PENDING" in result.stderr
     assert rig.thread_dirs() == []

@@ -65,9 +65,13 @@ class Recorder:
     def __init__(self) -> None:
         self.updates: list[tuple[str, str]] = []
         self.beats: list[tuple[float, float]] = []
+        self.notes: list[str] = []
 
     def update(self, state: AskState, elapsed: float) -> None:
         self.updates.append((state.status, state.answer))
+
+    def polling(self, state: AskState, elapsed: float, note: str) -> None:
+        self.notes.append(note)
 
     def heartbeat(self, state: AskState, elapsed: float, silent: float) -> None:
         self.beats.append((round(elapsed, 3), round(silent, 3)))

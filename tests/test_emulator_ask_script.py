@@ -45,7 +45,12 @@ def frames(app: Emulator, body: dict[str, Any]) -> tuple[list[dict[str, Any]], b
             chunks.append(chunk)
     except AbortStream:
         aborted = True
-    return parse_sse(b"".join(chunks)), aborted
+    raw = b"".join(chunks)
+    events = parse_sse(raw)
+    if raw.endswith(b"event: end_of_stream\r\ndata: {}\r\n\r\n"):
+        assert events[-1] == {}  # the trailing end_of_stream (protocol §9.6)
+        events = events[:-1]
+    return events, aborted
 
 
 def stored_status(app: Emulator, thread_id: str) -> str:
@@ -67,12 +72,13 @@ def test_parse_faults_knows_the_ask_keys() -> None:
             parse_faults(bad)
 
 
-def test_complete_grows_text_and_ends_with_the_final_event() -> None:
+def test_complete_streams_blocks_and_ends_with_the_full_final_event() -> None:
     app = make_app()
     events, aborted = frames(app, ask_body())
     assert not aborted
     assert events[-1]["final_sse_message"] is True and events[-1]["status"] == "COMPLETED"
-    assert [len(e["text"]) for e in events] == sorted(len(e["text"]) for e in events)
+    assert events[-1]["message_mode"] == "FULL" and events[-1]["text"]
+    assert all("text" not in e for e in events[:-1])  # the live site never grows a `text`
     assert stored_status(app, events[0]["backend_uuid"]) == "COMPLETED"
 
 
@@ -85,7 +91,18 @@ def test_streams_that_stop_before_the_final_event(outcome: str, aborted: bool, s
     events, was_aborted = frames(app, ask_body())
     assert was_aborted is aborted
     assert len(events) > 1 and not any(e["final_sse_message"] for e in events)
+    assert len(events) < len(frames(make_app(), ask_body())[0]) - 1  # cut midway
     assert stored_status(app, events[0]["backend_uuid"]) == stored
+
+
+def test_a_running_turn_settles_after_some_gets() -> None:
+    app = make_app("ask=cut_running,ask_settle=2")
+    events, _ = frames(app, ask_body())
+    thread = events[0]["backend_uuid"]
+    dispatch(call(app, "GET", f"/rest/thread/{thread}"))
+    assert stored_status(app, thread) == "PENDING"
+    dispatch(call(app, "GET", f"/rest/thread/{thread}"))
+    assert stored_status(app, thread) == "COMPLETED"
 
 
 def test_error_outcome_sends_a_failed_final_event() -> None:

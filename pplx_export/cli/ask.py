@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -17,10 +18,13 @@ from pplx_export.cli.options import (
     version_option,
 )
 from pplx_export.cli.output import emit_json, print_lines
-from pplx_export.perplexity.constants import ASK_MODES, ASK_TIMEOUT
+from pplx_export.perplexity.constants import ASK_MODES, ASK_POLL_FOR, ASK_TIMEOUT
 
 if TYPE_CHECKING:
     from pplx_export.context import RunOptions
+    from pplx_export.perplexity.api import PerplexityAPI
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group(cls=PplxGroup, context_settings=group_settings())
@@ -41,77 +45,235 @@ def _print_answer(text: str) -> None:
         sys.stdout.flush()
 
 
+def _ask_options(func: F) -> F:
+    """The options `ask` and `chat` share (declared once)."""
+    for option in reversed(
+        (
+            click.option(
+                "--mode",
+                type=click.Choice(ASK_MODES),
+                default=None,
+                help="Default: search (a follow-up: the thread's own mode).",
+            ),
+            click.option(
+                "--models",
+                default="",
+                metavar="IDS",
+                help="Comma-separated model ids, checked against the model catalog: one for "
+                "search, 2-3 for council (default: config [models], else the pinned pool).",
+            ),
+            click.option(
+                "--space", default="", metavar="SLUG", help="Create the thread in this space."
+            ),
+            click.option(
+                "--follow-up",
+                "follow_up",
+                default="",
+                metavar="THREAD",
+                help="Add a turn to this thread (URL or UUID) instead of starting one.",
+            ),
+            click.option(
+                "-c",
+                "--continue",
+                "continue_",
+                is_flag=True,
+                help="Follow up the last thread asked from this archive.",
+            ),
+            click.option(
+                "--no-export", is_flag=True, help="Do not archive the thread when it completes."
+            ),
+            click.option(
+                "--mark-read", is_flag=True, help="Mark the thread read when it completes."
+            ),
+            click.option(
+                "--timeout",
+                type=click.FloatRange(min=1),
+                metavar="S",
+                default=ASK_TIMEOUT,
+                show_default=True,
+                help="Stop reading a stream silent for this many seconds (then poll the thread).",
+            ),
+            click.option(
+                "--poll-for",
+                "poll_for",
+                type=click.FloatRange(min=0),
+                metavar="S",
+                default=ASK_POLL_FOR,
+                show_default=True,
+                help="How long to poll a thread whose stream broke, stalled or ended unfinished.",
+            ),
+        )
+    ):
+        func = option(func)
+    return func
+
+
+def _follow_target(opts: RunOptions, follow_up: str, continue_: bool) -> str:
+    from pplx_export.errors import UsageError
+    from pplx_export.sync.ask import last_thread
+
+    if continue_ and follow_up.strip():
+        raise UsageError("-c/--continue and --follow-up both name a thread; give one")
+    return last_thread(opts.out, opts.account.name) if continue_ else follow_up.strip()
+
+
+def _remember(opts: RunOptions) -> Callable[[str], None]:
+    from pplx_export.sync.ask import remember_thread
+
+    return lambda uuid: remember_thread(opts.out, opts.account.name, uuid)
+
+
+def _model_ids(models: str) -> tuple[str, ...]:
+    return tuple(m.strip() for m in models.split(",") if m.strip())
+
+
+def _prompt_of(prompt: str | None) -> str:
+    """PROMPT; `-` or no PROMPT with piped stdin reads stdin; no PROMPT on a terminal opens
+    $EDITOR (like `git commit`)."""
+    from pplx_export.errors import UsageError
+    from pplx_export.sync.ask import EDITOR_TEMPLATE, prompt_from_editor, read_prompt
+
+    if prompt is None:
+        if sys.stdin.isatty():
+            try:
+                text = click.edit(EDITOR_TEMPLATE, extension=".md")
+            except click.ClickException as exc:
+                raise UsageError(f"{exc.message}; set $EDITOR, or give PROMPT") from None
+            return prompt_from_editor(text)
+        return sys.stdin.read()
+    return read_prompt(prompt, sys.stdin.read)
+
+
 @main.command(short_help="Ask; watch the answer live; archive the thread when done.")
-@click.argument("prompt")
-@click.option(
-    "--mode",
-    type=click.Choice(ASK_MODES),
-    default=None,
-    help="Default: search (a follow-up: the thread's own mode).",
-)
-@click.option(
-    "--models",
-    default="",
-    metavar="IDS",
-    help="Comma-separated model ids: one for search, 2-3 for council "
-    "(default: config [models], else the pinned pool).",
-)
-@click.option("--space", default="", metavar="SLUG", help="Create the thread in this space.")
-@click.option(
-    "--follow-up",
-    "follow_up",
-    default="",
-    metavar="THREAD",
-    help="Add a turn to this thread (URL or UUID) instead of starting one.",
-)
-@click.option("--no-export", is_flag=True, help="Do not archive the thread when it completes.")
-@click.option("--mark-read", is_flag=True, help="Mark the thread read when it completes.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=1),
-    metavar="S",
-    default=ASK_TIMEOUT,
-    show_default=True,
-    help="Give up after this many seconds without any news from the stream.",
-)
+@click.argument("prompt", required=False)
+@_ask_options
 @json_option
 @render_options
 def ask(
     opts: RunOptions,
-    prompt: str,
+    prompt: str | None,
     mode: str | None,
     models: str,
     space: str,
     follow_up: str,
+    continue_: bool,
     no_export: bool,
     mark_read: bool,
     timeout: float,
+    poll_for: float,
     as_json: bool,
 ) -> None:
-    """Ask PROMPT (- reads it from stdin); watch the answer live; archive it when done.
+    """Ask PROMPT (- reads it from stdin; none: $EDITOR on a terminal, else stdin); watch the
+    answer live; archive it when done.
 
     The answer goes to stdout; progress to stderr. On completion the thread moves into the
     configured BOT space (unless --space), is marked read with --mark-read, and is archived.
+    A stream that breaks or stalls once the thread exists turns into polling the thread.
     """
-    from pplx_export.sync.ask import AskRequest, read_prompt, run_ask
+    from pplx_export.sync.ask import AskRequest, run_ask
 
     request = AskRequest(
-        prompt=read_prompt(prompt, sys.stdin.read),
+        prompt=_prompt_of(prompt),
         mode=mode,
-        models=tuple(m.strip() for m in models.split(",") if m.strip()),
+        models=_model_ids(models),
         space=space.strip(),
-        follow_up=follow_up.strip(),
+        follow_up=_follow_target(opts, follow_up, continue_),
         export=not no_export,
         mark_read=mark_read,
         timeout=timeout,
+        poll_for=poll_for,
     )
-    result = run_ask(opts, request)
+    result = run_ask(opts, request, on_thread=_remember(opts))
     if as_json:
         emit_json(result.to_json())
     elif result.answer and result.ok:
         _print_answer(result.answer)
     if result.error is not None:
         raise result.error
+
+
+CHAT_PROMPT = "you› "
+
+
+def _read_turn() -> str | None:
+    """The next question: one line (a terminal shows a prompt on stderr); None at EOF."""
+    if sys.stdin.isatty():
+        click.echo(CHAT_PROMPT, err=True, nl=False)
+    line = sys.stdin.readline()
+    return None if line == "" else line.strip()
+
+
+@main.command(short_help="Ask follow-ups in one thread, turn by turn, until Ctrl-D.")
+@_ask_options
+@render_options
+def chat(
+    opts: RunOptions,
+    mode: str | None,
+    models: str,
+    space: str,
+    follow_up: str,
+    continue_: bool,
+    no_export: bool,
+    mark_read: bool,
+    timeout: float,
+    poll_for: float,
+) -> None:
+    """An interactive loop in one thread: each line is a question (the first starts the
+    thread, or continues --follow-up / -c), each answer is shown and archived as it
+    completes. Ctrl-D (end of input) ends the chat; Ctrl-C leaves the thread running.
+    """
+
+    from pplx_export.perplexity.session import open_session
+
+    thread = _follow_target(opts, follow_up, continue_)
+    with open_session(opts) as api:  # signed in once for the whole chat
+        _chat_loop(opts, api, thread, mode, models, space, no_export, mark_read, timeout, poll_for)
+    if sys.stdin.isatty():
+        click.echo("", err=True)
+
+
+def _chat_loop(
+    opts: RunOptions,
+    api: PerplexityAPI,
+    thread: str,
+    mode: str | None,
+    models: str,
+    space: str,
+    no_export: bool,
+    mark_read: bool,
+    timeout: float,
+    poll_for: float,
+) -> None:
+    from pplx_export.sync.ask import AskRequest, run_ask
+
+    remember = _remember(opts)
+    turns = 0
+    while True:
+        prompt = _read_turn()
+        if prompt is None:
+            break
+        if not prompt:
+            continue
+        request = AskRequest(
+            prompt=prompt,
+            mode=None if turns else mode,  # later turns: the thread's own mode
+            models=_model_ids(models),
+            space=space.strip() if not thread else "",
+            follow_up=thread,
+            export=not no_export,
+            mark_read=mark_read,
+            timeout=timeout,
+            poll_for=poll_for,
+        )
+        result = run_ask(opts, request, api=api, on_thread=remember)
+        if result.answer and result.ok:
+            _print_answer(result.answer)
+        if result.error is not None:
+            raise result.error
+        turns += 1
+        thread = result.thread_uuid or thread
+        if sys.stdin.isatty():
+            click.echo(f"({turns} turn{'s' if turns > 1 else ''}; Ctrl-D ends)", err=True)
 
 
 @main.command("mark-read", short_help="Mark a thread read.")

@@ -116,6 +116,8 @@ class Emulator:
         self.closing = threading.Event()
         # Thread UUID -> GETs still to answer 404 (a just-created thread, fault `ask_404`).
         self._hidden: dict[str, int] = {}
+        # Thread UUID -> (turn still running, GETs before it completes) (fault `ask_settle`).
+        self._settling: dict[str, tuple[str, int]] = {}
         # Context UUIDs sent to mark_viewed, in order (what tests check a read receipt by).
         self.viewed: list[str] = []
         self._lock = threading.Lock()
@@ -127,6 +129,22 @@ class Emulator:
     def hide(self, thread_id: str, gets: int) -> None:
         with self._lock:
             self._hidden[thread_id] = gets
+
+    def settle(self, thread_id: str, backend_uuid: str, gets: int) -> None:
+        with self._lock:
+            self._settling[thread_id] = (backend_uuid, gets)
+
+    def take_settled(self, thread_id: str) -> str:
+        """The turn that this GET of the thread sees completed ("" for none; counts down)."""
+        with self._lock:
+            backend_uuid, left = self._settling.get(thread_id, ("", 0))
+            if not backend_uuid:
+                return ""
+            if left > 1:
+                self._settling[thread_id] = (backend_uuid, left - 1)
+                return ""
+            del self._settling[thread_id]
+            return backend_uuid
 
     def take_hidden(self, thread_id: str) -> bool:
         """True when this GET of the thread must answer 404 (and count it down)."""

@@ -11,6 +11,7 @@ still PENDING, or FAILED).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,16 @@ class AskResult:
     events: list[JSON] = field(default_factory=list)
     mode: str = "search"  # archive mode of the new turn
     created: bool = True  # a new thread (False: a follow-up turn)
+    backend_uuid: str = ""  # the new turn's
+
+
+def complete_turn(record: ThreadRecord, backend_uuid: str) -> None:
+    """The server finishes a turn that was still running: its entries become COMPLETED
+    (the caller holds the library lock)."""
+    for source in (record.plain, record.blocks or {}):
+        for entry in as_list(source.get("entries")):
+            if isinstance(entry, dict) and entry.get("backend_uuid") == backend_uuid:
+                entry["status"] = "COMPLETED"
 
 
 # Where the stored turn stands when the stream ends in each outcome.
@@ -87,6 +98,98 @@ def answer_for(mode: str, query: str, models: list[str]) -> str:
             "can you explain it in one sentence?"
         )
     return f"Short answer about {topic}: it depends on the context, but the usual case is simple."
+
+
+def sources_for(query: str) -> list[JSON]:
+    """Two deterministic web results, so a stream has sources to count."""
+    topic = query.strip().rstrip("?.!") or "the question"
+    return [
+        {
+            "name": f"{topic}: an overview",
+            "url": f"https://example.org/overview/{index}",
+            "snippet": f"What is known about {topic} (part {index}).",
+        }
+        for index in (1, 2)
+    ]
+
+
+def answer_chunks(answer: str, groups: int = 4) -> list[list[str]]:
+    """The answer as the live site streams it: word chunks (each with its trailing space),
+    in `groups` events of one or more chunks."""
+    chunks = re.findall(r"\S+\s*", answer) or [answer]
+    size = -(-len(chunks) // groups)
+    return [chunks[i : i + size] for i in range(0, len(chunks), size)]
+
+
+def stream_events(
+    ids: JSON,
+    answer: str,
+    sources: list[JSON],
+    full: JSON,
+    *,
+    outcome: str = "complete",
+    diff: bool = True,
+) -> list[JSON]:
+    """The events of one ask as the live site sends them (protocol §9.6): a first PENDING event,
+    then the answer as diff blocks (`diff`: RFC 6902 patches per block field) or as chunk deltas
+    (each markdown block holds its new chunks at `chunk_starting_offset`), the sources arriving
+    one by one, then the FULL final event carrying the whole entry. `outcome` cuts it short:
+    `cut`/`cut_running`/`end` keep the first half of the growing events, `hang` only the first
+    event, `error` ends with a FAILED final event."""
+    head: JSON = {**ids, "status": "PENDING", "final_sse_message": False}
+    events: list[JSON] = [{**head, "blocks": []}]
+    if outcome == "error":
+        return [*events, {**ids, **ERROR_EVENT, "status": "FAILED", "final_sse_message": True}]
+    if outcome == "hang":
+        return events
+    offset = 0
+    for index, group in enumerate(answer_chunks(answer)):
+        blocks: list[JSON] = []
+        for usage in ("ask_text_0_markdown", "ask_text"):
+            if diff and offset == 0:
+                value = {"progress": "IN_PROGRESS", "chunks": group, "chunk_starting_offset": 0}
+                patches = [{"op": "replace", "path": "", "value": value}]
+            elif diff:
+                patches = [
+                    {"op": "add", "path": f"/chunks/{offset + i}", "value": chunk}
+                    for i, chunk in enumerate(group)
+                ]
+            else:
+                delta = {
+                    "progress": "IN_PROGRESS",
+                    "chunks": group,
+                    "chunk_starting_offset": offset,
+                }
+                blocks.append({"intended_usage": usage, "markdown_block": delta})
+                continue
+            blocks.append(
+                {
+                    "intended_usage": usage,
+                    "diff_block": {"field": "markdown_block", "patches": patches},
+                }
+            )
+        if index < len(sources):
+            if not diff:
+                shown = {"web_results": sources[: index + 1]}
+                blocks.append({"intended_usage": "web_results", "web_result_block": shown})
+            else:
+                op = (
+                    {"op": "replace", "path": "", "value": {"web_results": [sources[0]]}}
+                    if index == 0
+                    else {"op": "add", "path": f"/web_results/{index}", "value": sources[index]}
+                )
+                blocks.append(
+                    {
+                        "intended_usage": "web_results",
+                        "diff_block": {"field": "web_result_block", "patches": [op]},
+                    }
+                )
+        offset += len(group)
+        events.append({**head, "blocks": blocks})
+    if outcome in ("cut", "cut_running", "end"):
+        return events[: 1 + (len(events) - 1) // 2]
+    final = {**full, "status": "COMPLETED", "message_mode": "FULL", "final_sse_message": True}
+    return [*events, final]
 
 
 def _council_block(models: list[str], query: str) -> JSON:
@@ -195,6 +298,7 @@ def start_ask(
         # A fresh thread's first backend_uuid is the thread UUID (protocol §3.1).
         backend_uuid = new_id() if parent else thread_uuid
         answer = answer_for(mode, query, compare[:3])
+        sources = sources_for(query)
         entry: JSON = {
             "uuid": entry_uuid,
             "frontend_uuid": entry_uuid,
@@ -202,7 +306,7 @@ def start_ask(
             "context_uuid": context_uuid,
             "frontend_context_uuid": frontend_context,
             "query_str": query,
-            "text": plain_steps(query, answer),
+            "text": plain_steps(query, answer, sources),
             "created_us": us,
             "updated_us": us,
             "updated_datetime": when.strftime("%Y-%m-%dT%H:%M:%S.%f"),
@@ -225,6 +329,9 @@ def start_ask(
             "thread_access": 1,
         }
         block_entry = schematized_entry(entry, answer)
+        block_entry["blocks"].append(
+            {"intended_usage": "web_results", "web_result_block": {"web_results": sources}}
+        )
         if mode == "council":
             block_entry["blocks"].append(
                 _council_block(compare[:3] or ["model-a", "model-b"], query)
@@ -276,18 +383,16 @@ def start_ask(
         "search_mode": search_mode,
         "mode": "copilot",
     }
-    events: list[JSON] = [{**ids, "status": "PENDING", "text": "", "final_sse_message": False}]
-    if outcome == "error":
-        events.append({**ids, **ERROR_EVENT, "status": "FAILED", "final_sse_message": True})
-    elif outcome != "hang":
-        words = answer.split(" ")
-        cuts = sorted({max(1, len(words) * k // 4) for k in (1, 2, 3)})
-        for cut in cuts:
-            text = " ".join(words[:cut])
-            events.append({**ids, "status": "PENDING", "text": text, "final_sse_message": False})
-        if outcome == "complete":
-            events.append({**ids, "status": "COMPLETED", "text": answer, "final_sse_message": True})
-    return AskResult(record=record, events=events, mode=mode, created=parent is None)
+    diff = "diff_blocks" in [as_str(u) for u in as_list(params.get("supported_block_use_cases"))]
+    full = {**block_entry, "text": entry["text"], **ids}
+    events = stream_events(ids, answer, sources, full, outcome=outcome, diff=diff)
+    return AskResult(
+        record=record,
+        events=events,
+        mode=mode,
+        created=parent is None,
+        backend_uuid=backend_uuid,
+    )
 
 
 def sse_frame(event: JSON, *, split: bool = False) -> bytes:
@@ -300,3 +405,6 @@ def sse_frame(event: JSON, *, split: bool = False) -> bytes:
     else:
         lines = f"data: {data}\r\n"
     return f"event: message\r\n{lines}\r\n".encode()
+
+
+END_OF_STREAM = b"event: end_of_stream\r\ndata: {}\r\n\r\n"

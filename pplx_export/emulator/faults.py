@@ -23,9 +23,10 @@ KINDS = ("drop", "429", "5xx", "truncate", "challenge")
 
 # How an ask's stream ends (docs/emulator.md, "SSE ask"):
 #   complete     every event, the last one final with status COMPLETED
-#   cut          the connection is reset mid-answer; the thread completes on the server
-#   cut_running  the connection is reset mid-answer; the thread is still running
-#   end          the stream closes cleanly without a final event; the thread is still running
+#   cut          half the answer's events, then the connection is reset; the thread completes
+#                on the server
+#   cut_running  the same reset; the thread is still running (until `ask_settle`)
+#   end          half the events, then a clean close without a final event; still running
 #   error        a final event with status FAILED and an error_code; the turn is stored FAILED
 #   hang         the first event, then silence until the client hangs up (or the server stops)
 ASK_OUTCOMES = ("complete", "cut", "cut_running", "end", "error", "hang")
@@ -51,6 +52,7 @@ class FaultSpec:
     ask_silence_s: float = 0.0  # deep research / council: quiet after the first event
     ask_step_s: float = 0.0  # between the growing events of every mode
     ask_not_found: int = 0  # GETs of a just-created thread answered 404 first
+    ask_settle: int = 0  # a turn left PENDING completes at this GET of its thread (0: never)
 
     @property
     def active(self) -> bool:
@@ -122,6 +124,10 @@ def parse_faults(text: str) -> FaultSpec:
             if not value.isdigit():
                 raise FaultSpecError(f"ask_404={value!r} is not a count")
             spec.ask_not_found = int(value)
+        elif key == "ask_settle":
+            if not value.isdigit():
+                raise FaultSpecError(f"ask_settle={value!r} is not a count")
+            spec.ask_settle = int(value)
         elif key == "session":
             spec.include_session = value.lower() not in ("0", "false", "no", "off")
         else:

@@ -1,8 +1,9 @@
 """The SSE ask request: body envelopes and a stream summary (protocol.md §2.12).
 
 `build_ask_body` is pure (UUIDs come from an injectable factory); `AskState` folds the event
-stream into what a caller needs (thread UUID, entry UUID, status, the answer so far). The
-archive does not parse the stream's content: after completion the thread is re-fetched.
+stream into what a caller needs (thread UUID, entry UUID, status, the answer and the sources
+count so far, assembled from diff blocks or chunk deltas by perplexity/stream.py). The archive
+does not keep the stream's content: after completion the thread is re-fetched.
 `follow_up_from` and `turn_status` read a fetched thread (a follow-up's token comes from
 there, never from disk, where raw files hold it redacted).
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import uuid as uuidlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pplx_export.errors import UsageError
@@ -21,6 +22,7 @@ from pplx_export.parse.answer_forms import extract_answer
 from pplx_export.parse.mode_tables import SEARCH_MODE_MAP
 from pplx_export.parse.steps import decode_steps
 from pplx_export.perplexity import constants as C
+from pplx_export.perplexity.stream import StreamAssembler
 from pplx_export.util.lenient import as_dict, as_list, as_str, decode_json, dicts
 from pplx_export.util.threadref import slug_uuid
 
@@ -128,11 +130,13 @@ class AskState:
     frontend_context_uuid: str = ""
     status: str = ""
     text: Any = None  # the raw `text` field (grows; progress only)
-    answer: str = ""  # the answer so far, as far as the events show it
+    answer: str = ""  # the answer so far, as a browser would show it
+    sources: int = 0  # web results so far
     error_code: str = ""
     message: str = ""
     final: bool = False
     events: int = 0
+    assembler: StreamAssembler = field(default_factory=StreamAssembler, repr=False)
 
     def update(self, event: JSON) -> None:
         self.events += 1
@@ -156,7 +160,12 @@ class AskState:
             self.thread_uuid = self.backend_uuid  # a new thread's first turn id is the thread's
         if "text" in event:
             self.text = event["text"]
-        answer = answer_so_far(event)
+        self.assembler.feed(event)
+        # Blocks (diffs, deltas, FULL) first; a `text` answer for streams that carry one.
+        answer = self.assembler.answer() or answer_so_far(event)
+        self.sources = max(self.sources, self.assembler.sources())
+        if self.assembler.full:
+            self.sources = self.assembler.sources() or self.sources
         if answer:
             self.answer = answer
         if event.get("final_sse_message"):

@@ -63,6 +63,8 @@ SCHEMATIZED_LIMIT = 100
 SESSION_TIMEOUT = 20.0
 META_TIMEOUT = 30.0
 ASK_TIMEOUT = 600.0
+# How long `pplx-ask` polls a thread whose stream broke, stalled or ended unfinished.
+ASK_POLL_FOR = 1800.0
 
 # -- pacing: multiples of [network] min_interval (3 s by default) ------------------------------
 BLOCKS_PACE_SCALE = 4.0 / 3.0  # 4 s before the schematized fetch

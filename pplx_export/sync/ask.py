@@ -12,8 +12,12 @@ Order of a run (product.md §4, protocol §2.12):
    (`--mark-read`), archive through the export pipeline (`Exporter`), retrying the brief 404
    of a just-created thread. Move and mark-read are best-effort (`step_errors`); a failed
    archive fails the run. Any other final status: nothing is moved or archived, exit 1.
-   A stream that broke or went silent past `--timeout` is settled by one fetch of the thread:
-   completed there means the steps above run anyway.
+   A stream that broke, went silent past `--timeout` or ended with the turn still running is
+   settled by polling the thread once its UUID is known (bounded by `--poll-for`, paced 2, 3,
+   5, 8, then every 10 s, capped by [network] backoff_cap; the live view says so): completed
+   there means the steps above run anyway; FAILED there archives nothing.
+   `-c/--continue` reads the last thread asked from this archive (`index/last_ask.json`, per
+   account), written as soon as a stream names its thread.
 
 No analytics or telemetry request is ever sent.
 """
@@ -34,6 +38,7 @@ from pplx_export.context import RunOptions
 from pplx_export.errors import (
     ApiError,
     ArchiveError,
+    ConfigError,
     DiskFull,
     EntryDeleted,
     EntryExpired,
@@ -41,9 +46,13 @@ from pplx_export.errors import (
     NotFound,
     PermissionDenied,
     PplxError,
+    RateLimited,
     SchemaError,
+    ServerError,
+    TransportError,
     UsageError,
 )
+from pplx_export.net.pacing import Clock
 from pplx_export.perplexity import constants as C
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.ask import (
@@ -59,10 +68,11 @@ from pplx_export.perplexity.ask import (
 )
 from pplx_export.perplexity.session import open_session, runtime_for
 from pplx_export.sync.ask_stream import ThreadFeed, WatchResult, watch
-from pplx_export.sync.ask_view import AskView, make_view
+from pplx_export.sync.ask_view import AskView, duration, make_view
 from pplx_export.sync.assemble import default_engine
 from pplx_export.sync.export import Exporter, parse_thread_ref
-from pplx_export.sync.models import staleness_warning
+from pplx_export.sync.models import Catalog, read_cache, staleness_warning, summarize
+from pplx_export.util.atomic import atomic_write_text
 from pplx_export.util.lenient import as_dict, as_list, as_str
 
 log = logging.getLogger("pplx_export.ask")
@@ -73,6 +83,9 @@ COMPLETED = "COMPLETED"
 # A just-created thread may answer 404 for a moment (protocol §2.12): fetch again after
 # 2, 4, 8, 16 s (capped by [network] backoff_cap), then give up.
 NOT_FOUND_DELAYS = (2.0, 4.0, 8.0, 16.0)
+# A thread whose stream was lost is polled after 2, 3, 5, 8 s, then every 10 s.
+POLL_FIRST_DELAYS = (2.0, 3.0, 5.0, 8.0)
+POLL_EVERY_S = 10.0
 HEARTBEAT_S = 1.0
 
 
@@ -86,6 +99,7 @@ class AskRequest:
     export: bool = True
     mark_read: bool = False
     timeout: float = C.ASK_TIMEOUT  # longest silence accepted from the stream
+    poll_for: float = C.ASK_POLL_FOR  # how long a thread whose stream was lost is polled
 
 
 @dataclass
@@ -149,6 +163,95 @@ class Plan:
 def read_prompt(prompt: str, stdin_text: Callable[[], str]) -> str:
     """PROMPT `-` reads standard input (`cat question.md | pplx-ask ask -`)."""
     return stdin_text() if prompt == "-" else prompt
+
+
+EDITOR_TEMPLATE = (
+    "\n# Write your question above. Lines starting with '#' are ignored;\n"
+    "# an empty question asks nothing.\n"
+)
+
+
+def prompt_from_editor(text: str | None) -> str:
+    """What the editor left, without its '#' comment lines (as `git commit` does)."""
+    lines = (text or "").splitlines()
+    return "\n".join(line for line in lines if not line.startswith("#")).strip()
+
+
+# -- the last thread this archive asked (`-c/--continue`) ---------------------------------------
+
+LAST_ASK_FILE = "last_ask.json"
+
+
+def last_ask_path(out: Path) -> Path:
+    return out / "index" / LAST_ASK_FILE
+
+
+def remember_thread(out: Path, account: str, uuid: str, when: datetime | None = None) -> None:
+    """Note `uuid` as the last thread asked from this archive by `account` (best-effort)."""
+    path = last_ask_path(out)
+    try:
+        doc = as_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        doc = {}
+    stamp = (when or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    doc[account] = {"thread_uuid": uuid, "asked_at": stamp}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    except OSError as exc:
+        log.warning("could not note the thread for --continue (%s)", exc)
+
+
+def last_thread(out: Path, account: str) -> str:
+    """The UUID of the last thread this archive asked for `account`; UsageError when none."""
+    try:
+        doc = as_dict(json.loads(last_ask_path(out).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        doc = {}
+    uuid = as_str(as_dict(doc.get(account)).get("thread_uuid"))
+    if not uuid:
+        raise UsageError(
+            f"-c/--continue: no thread was asked from the archive {out} yet "
+            "(ask one first, or name it with --follow-up)"
+        )
+    return uuid
+
+
+# -- model ids against the catalog ---------------------------------------------------------------
+
+
+def known_model_ids(catalog: Catalog) -> set[str]:
+    return set(catalog.labels) | set(catalog.council) | set(catalog.defaults.values())
+
+
+def check_model_ids(ids: Sequence[str], catalog: Catalog) -> None:
+    """UsageError (exit 2) naming the valid ids when one of `ids` is not in the catalog."""
+    known = known_model_ids(catalog)
+    unknown = [m for m in ids if m not in known]
+    if unknown and catalog.labels:
+        raise UsageError(
+            f"unknown model id{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
+            f"(valid: {', '.join(sorted(known))}; `pplx-ask models` lists them)"
+        )
+
+
+def _validate_models(opts: RunOptions, api: PerplexityAPI, ids: Sequence[str]) -> None:
+    """`--models` against the cached catalog, else the live one; unchecked (with a warning)
+    when neither can be read."""
+    if not ids:
+        return
+    try:
+        catalog = read_cache(opts.config.path)
+    except ConfigError as exc:
+        log.warning("%s", exc)
+        catalog = None
+    if catalog is None:
+        try:
+            catalog = summarize(api.models_config(), "live")
+        except (ApiError, SchemaError) as exc:
+            log.warning("the model catalog could not be read (%s); --models unchecked", exc)
+            return
+    check_model_ids(ids, catalog)
 
 
 def configured_models(config_doc: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
@@ -348,17 +451,41 @@ def _after_completion(
 # -- the run ------------------------------------------------------------------------------------
 
 
-def _settle_broken_stream(
+RUNNING = ("", "PENDING", "IN_PROGRESS", "RUNNING", "QUEUED")
+
+
+@dataclass(frozen=True)
+class Polling:
+    """How a thread whose stream was lost is polled: every `every` seconds (the first polls
+    sooner, all capped by [network] backoff_cap), for at most `limit` seconds in all."""
+
+    limit: float = C.ASK_POLL_FOR
+    every: float = POLL_EVERY_S
+
+    @property
+    def polls(self) -> int:
+        return 1 + int(self.limit // self.every) if self.limit > 0 else 1
+
+    def delay(self, attempt: int, cap: float) -> float:
+        return min(
+            POLL_FIRST_DELAYS[attempt] if attempt < len(POLL_FIRST_DELAYS) else self.every, cap
+        )
+
+
+def _poll_until_settled(
     api: PerplexityAPI,
     watched: WatchResult,
     result: AskResult,
-    sleep: Callable[[float], None],
+    view: AskView,
+    clock: Clock,
+    polling: Polling,
     cap: float,
 ) -> bool:
-    """After a stream that broke or went quiet: one fetch decides. True when the turn
-    completed on the server (the post-completion steps then run as usual)."""
+    """The stream broke, went quiet past --timeout, or ended while the turn was still
+    running: poll the thread (bounded, paced, the view says so) until the turn is settled.
+    True when it completed (the post-completion steps then run as usual)."""
     state = watched.state
-    reason = watched.stream_error
+    reason = watched.stream_error or f"the stream ended with the turn still {state.status}"
     if not state.backend_uuid:
         if isinstance(watched.error, ApiError) and not state.events:
             # The ask itself was refused (401, 429, 5xx, ...): that error, with its exit code.
@@ -367,28 +494,54 @@ def _settle_broken_stream(
         else:
             result.error = PplxError(f"{reason}, before the thread was created; nothing to archive")
         return False
-    log.warning("%s; checking the thread", reason)
-    try:
-        plain = retry_not_found(
-            lambda: api.thread(result.thread_uuid), result.thread_uuid, sleep, cap
-        )
-    except (ApiError, SchemaError) as exc:
-        result.error = PplxError(
-            f"{reason}, and the thread could not be fetched ({exc}): {result.thread_url}; "
-            f"archive it later with: pplx-export export {result.thread_url}"
-        )
-        return False
-    status = turn_status(plain, state.backend_uuid) or "UNKNOWN"
-    result.status = status
+    later = f"archive it when it finishes with: pplx-export export {result.thread_url}"
+    started = clock.monotonic()
+    status = ""
+    plain: JSON = {}
+    for attempt in range(polling.polls):
+        if attempt:
+            seen = status or "not found yet"
+            note = f"stream lost · polling the thread ({seen}, #{attempt + 1})"
+            view.polling(state, watched.elapsed + clock.monotonic() - started, note)
+            clock.sleep(polling.delay(attempt - 1, cap))
+        else:
+            view.polling(state, watched.elapsed, f"{reason}; polling the thread")
+        try:
+            plain = api.thread(result.thread_uuid)
+        except NotFound:
+            status = ""  # a just-created thread may 404 for a moment
+            continue
+        except (ApiError, SchemaError) as exc:
+            if isinstance(exc, (RateLimited, ServerError, TransportError)):
+                continue  # the client retried already; the next poll may get through
+            result.error = PplxError(
+                f"{reason}, and the thread could not be fetched ({exc}): {result.thread_url}; "
+                + later
+            )
+            return False
+        status = turn_status(plain, state.backend_uuid)
+        if status not in RUNNING:
+            break
+        if clock.monotonic() - started >= polling.limit:
+            break
+    result.status = status or "UNKNOWN"
     if status != COMPLETED:
-        result.error = PplxError(
-            f"{reason}; the thread is {status} on Perplexity: {result.thread_url}; "
-            f"archive it when it finishes with: pplx-export export {result.thread_url}"
-        )
+        if status in RUNNING:
+            waited = duration(clock.monotonic() - started)
+            result.error = PplxError(
+                f"{reason}; the thread is still {result.status} on Perplexity after "
+                f"{waited} of polling: {result.thread_url}; {later}"
+            )
+        else:
+            result.error = PplxError(
+                f"{reason}; the thread ended with status {status} on Perplexity; "
+                f"nothing was moved or archived: {result.thread_url}"
+            )
         return False
-    result.step_failed("stream", reason, quiet=True)  # said above
-    log.info("the thread completed on Perplexity")
+    result.step_failed("stream", reason, quiet=True)  # said by the view
     result.answer = turn_answer(plain, state.backend_uuid) or state.answer
+    state.status, state.answer = COMPLETED, result.answer
+    view.update(state, watched.elapsed + clock.monotonic() - started)
     result.context_uuid = result.context_uuid or context_uuid_of(plain)
     return True
 
@@ -400,8 +553,10 @@ def run_ask(
     api: PerplexityAPI | None = None,
     view: AskView | None = None,
     heartbeat: float = HEARTBEAT_S,
+    on_thread: Callable[[str], None] | None = None,
 ) -> AskResult:
-    """Ask, watch, and on completion move / mark read / archive; see the module doc."""
+    """Ask, watch, and on completion move / mark read / archive; see the module doc.
+    `on_thread(uuid)` is told the thread's UUID as soon as the stream is over."""
     plan = plan_ask(request, opts.config.doc)
     stale = staleness_warning(opts.config, datetime.now(UTC))
     if stale:
@@ -410,7 +565,7 @@ def run_ask(
     api = api or open_session(opts)
     clock = runtime_for(opts).clock
     try:
-        return _run(opts, request, plan, api, view, heartbeat, clock.sleep)
+        return _run(opts, request, plan, api, view, heartbeat, clock, on_thread)
     finally:
         if own:
             api.close()
@@ -423,8 +578,10 @@ def _run(
     api: PerplexityAPI,
     view: AskView | None,
     heartbeat: float,
-    sleep: Callable[[float], None],
+    clock: Clock,
+    on_thread: Callable[[str], None] | None,
 ) -> AskResult:
+    sleep = clock.sleep
     mode, model, compare = plan.mode, plan.model, plan.compare
     follow: FollowUp | None = None
     context_uuid = ""
@@ -439,6 +596,7 @@ def _run(
             mode = found if found in C.ASK_MODES else "search"
             model, compare = check_models(mode, request.models, opts.config.doc)
     assert mode is not None
+    _validate_models(opts, api, request.models)
     space_uuid = _space_uuid(api, request.space, "--space") if request.space else ""
     body = build_ask_body(
         plan.prompt,
@@ -453,9 +611,9 @@ def _run(
     if result.thread_uuid:
         result.thread_url = thread_url(opts.base_url, result.thread_uuid)
     view = view or make_view(opts.base_url, mode, quiet=opts.quiet)
-    clock = runtime_for(opts).clock
     # A follow-up's events name the new turn (backend_uuid), not always the thread.
     state = AskState(thread_uuid=plan.follow_up_uuid)
+    cap = opts.config.network.backoff_cap
     try:
         with view:
             # The read timeout is a backstop: the watcher ends a silence at `timeout` itself.
@@ -463,19 +621,25 @@ def _run(
             watched = watch(
                 feed, view, clock, state=state, heartbeat=heartbeat, timeout=request.timeout
             )
+            result.thread_uuid = result.thread_uuid or state.thread_uuid
+            if result.thread_uuid:
+                result.thread_url = thread_url(opts.base_url, result.thread_uuid)
+            result.context_uuid = state.context_uuid or context_uuid
+            result.status = state.status
+            result.answer = state.answer
+            if result.thread_uuid and on_thread is not None:
+                on_thread(result.thread_uuid)
+            lost = bool(watched.stream_error) or state.status in RUNNING
+            if lost:
+                polling = Polling(limit=request.poll_for)
+                if not _poll_until_settled(api, watched, result, view, clock, polling, cap):
+                    return result
     except KeyboardInterrupt:
         uuid = result.thread_uuid or state.thread_uuid
         raise Interrupted(_interrupted_message(opts.base_url, uuid)) from None
-    result.thread_uuid = result.thread_uuid or state.thread_uuid
-    if result.thread_uuid:
-        result.thread_url = thread_url(opts.base_url, result.thread_uuid)
-    result.context_uuid = state.context_uuid or context_uuid
-    result.status = state.status
-    result.answer = state.answer
-    if watched.stream_error:
-        if not _settle_broken_stream(api, watched, result, sleep, opts.config.network.backoff_cap):
-            return result
-    elif state.status != COMPLETED:
+    if lost:
+        log.info("the thread completed on Perplexity")
+    if not lost and state.status != COMPLETED:
         detail = ": ".join(p for p in (state.error_code, state.message) if p)
         result.error = PplxError(
             f"the thread ended with status {state.status or 'unknown'}"

@@ -53,6 +53,14 @@ class AskView(Protocol):
 
     def heartbeat(self, state: AskState, elapsed: float, silent: float) -> None: ...
 
+    def polling(self, state: AskState, elapsed: float, note: str) -> None:
+        """The stream is gone; the thread is being polled (`note` says why and how far)."""
+        ...
+
+
+def sources_note(state: AskState) -> str:
+    return f"{state.sources} source{'s' if state.sources != 1 else ''}" if state.sources else ""
+
 
 class SilentView:
     """-q: nothing at all."""
@@ -69,6 +77,9 @@ class SilentView:
     def heartbeat(self, state: AskState, elapsed: float, silent: float) -> None:
         pass
 
+    def polling(self, state: AskState, elapsed: float, note: str) -> None:
+        pass
+
 
 class PlainView:
     """Not a terminal: one log line when the thread exists, one per status change, and a
@@ -81,6 +92,7 @@ class PlainView:
         self._thread = ""
         self._status = ""
         self._beats = 0
+        self._note = ""
 
     def __enter__(self) -> PlainView:
         log.info("asking (%s)", self.mode)
@@ -98,11 +110,19 @@ class PlainView:
             self._status = state.status
             log.info("status %s after %s", state.status, duration(elapsed))
 
+    def polling(self, state: AskState, elapsed: float, note: str) -> None:
+        if note != self._note:
+            level = logging.INFO if self._note else logging.WARNING  # the first says why
+            self._note = note
+            log.log(level, "%s (%s elapsed)", note, duration(elapsed))
+
     def heartbeat(self, state: AskState, elapsed: float, silent: float) -> None:
         beats = int(silent // self.every)
         if beats > self._beats:
             self._beats = beats
             chars = f", {len(state.answer)} characters so far" if state.answer else ""
+            if state.sources:
+                chars += f", {sources_note(state)}"
             log.info(
                 "still working: %s elapsed, quiet for %s%s",
                 duration(elapsed),
@@ -136,6 +156,7 @@ class RichView:
         self.state = AskState()
         self.elapsed = 0.0
         self.silent = 0.0
+        self.note = ""  # set while the thread is polled after its stream was lost
         self._spinner = Spinner("dots")
         self._live: Live | None = None
 
@@ -179,9 +200,19 @@ class RichView:
         self.elapsed = elapsed
         self.silent = silent
 
+    def polling(self, state: AskState, elapsed: float, note: str) -> None:
+        self.state = state
+        self.elapsed = elapsed
+        self.silent = 0.0
+        self.note = note
+
     def status_line(self) -> Text:
         parts = [self.mode, self.state.status or "starting", f"{duration(self.elapsed)} elapsed"]
-        if self.silent >= 1:
+        if self.state.sources:
+            parts.append(sources_note(self.state))
+        if self.note:
+            parts.append(self.note)
+        elif self.silent >= 1:
             parts.append(f"quiet for {duration(self.silent)}")
         return Text(" · ".join(parts))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pplx_export.emulator.app import Emulator
-from pplx_export.emulator.ask import AskError, sse_frame, start_ask
+from pplx_export.emulator.ask import END_OF_STREAM, AskError, sse_frame, start_ask
 from pplx_export.emulator.http import JSON, AbortStream, Request, Response, error
 
 EVENT_STREAM = "text/event-stream; charset=utf-8"
@@ -30,6 +30,8 @@ def perplexity_ask(req: Request) -> Response:
         return error(exc.status, exc.code, str(exc))
     if result.created and spec.ask_not_found:
         app.hide(result.record.uuid, spec.ask_not_found)
+    if spec.ask_settle and spec.ask_outcome in ("cut_running", "end", "hang"):
+        app.settle(result.record.uuid, result.backend_uuid, spec.ask_settle)
     events = result.events
     if req.truncate:
         events = events[: max(1, len(events) // 2)]  # the stream dies before the final event
@@ -52,5 +54,7 @@ def _frames(
         yield sse_frame(event, split=index == 1)
     if outcome in ("cut", "cut_running"):
         raise AbortStream
+    if outcome in ("complete", "error") and events and events[-1].get("final_sse_message"):
+        yield END_OF_STREAM
     if outcome == "hang":
         app.closing.wait(HANG_MAX_S)

@@ -15,6 +15,7 @@ import json
 
 from pplx_export.emulator import assets as assetlib
 from pplx_export.emulator import blocks as blocklib
+from pplx_export.emulator.ask import complete_turn
 from pplx_export.emulator.http import JSON, Request, Response, error
 from pplx_export.emulator.library import DELETED, EXPIRED, ThreadRecord, blocks_from_plain
 from pplx_export.util.lenient import dicts
@@ -65,6 +66,10 @@ def thread_detail(req: Request) -> Response:
     refused = _state_error(record)
     if refused is not None:
         return refused
+    settled = req.app.take_settled(record.uuid)
+    if settled:
+        with library.lock:
+            complete_turn(record, settled)
     schematized = req.arg("with_schematized_response").lower() == "true"
     flavor = "s" if schematized else "p"
     size = req.app.config.page_size
