@@ -84,6 +84,11 @@ class Config:
     auto_commit: bool = False
     auto_push: bool = False
     user_agent: str = ""
+    # `sync`: a shell command run when it fails (sync/notify.py), a healthchecks-style URL,
+    # and how many days may pass between full index sweeps before sync does one (0: never).
+    on_failure: str = ""
+    healthcheck_url: str = ""
+    full_index_days: float = 7.0
     accounts: dict[str, Account] = field(default_factory=dict)
     bot_space_uuid: str = ""
     bot_space_slug: str = ""
@@ -291,6 +296,9 @@ def _from_data(cfg: Config, data: dict[str, Any]) -> Config:
     cfg.auto_commit = _bool(data, "auto_commit", path)
     cfg.auto_push = _bool(data, "auto_push", path)
     cfg.user_agent = _str(data, "user_agent", path)
+    cfg.on_failure = _str(data, "on_failure", path)
+    cfg.healthcheck_url = _str(data, "healthcheck_url", path)
+    cfg.full_index_days = _num(data, "full_index_days", cfg.full_index_days, path)
     accounts = data.get("accounts") or {}
     if not isinstance(accounts, dict):
         raise ConfigError(f"{path}: [accounts] must be a table")
@@ -344,5 +352,5 @@ def _bool(data: dict[str, Any], key: str, path: Path) -> bool:
 def _num(data: dict[str, Any], key: str, default: float, path: Path) -> float:
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ConfigError(f"{path}: [network] {key} must be a non-negative number")
+        raise ConfigError(f"{path}: {key} must be a non-negative number")
     return float(value)

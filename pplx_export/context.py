@@ -34,6 +34,11 @@ class RunOptions:
     cookies_file: Path | None = None
     verbose: int = 0
     quiet: bool = False
+    # True when `--account` was given: `sync`/`index`/`batch` then run for that account only
+    # (else for every configured account, sync/every_account.py).
+    account_given: bool = False
+    # The log file of this invocation (`--log-file`), for `--on-failure` to name.
+    log_file: Path | None = None
     # False with --no-progress: no bar and no periodic progress lines (messages still print).
     progress: bool = True
     # Archive roots whose lock this invocation holds: `sync` = index + batch locks once.

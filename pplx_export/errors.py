@@ -18,7 +18,8 @@
         ├── ServerError (1)          5xx after every retry was spent
         └── TransportError (1)       network failure or a 200 whose body is not JSON
 
-`ThreadsFailed` (4) is raised by long runs that finished but lost some threads.
+`ThreadsFailed` (4) is raised by long runs that finished but lost some threads;
+`AccountsFailed` (the failed account's code) by runs over several accounts where one failed.
 """
 
 from __future__ import annotations
@@ -91,6 +92,15 @@ class ThreadsFailed(PplxError):
     """A long run finished, but some threads failed; the summary lists them."""
 
     exit_code = 4
+
+
+class AccountsFailed(PplxError):
+    """A run over several accounts where some account could not be archived at all; the
+    exit code is that of the first such account's error (3 when its session was refused)."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class ApiError(PplxError):

@@ -98,3 +98,33 @@ def setup_logging(verbose: int = 0, quiet: bool = False, log_file: Path | None =
     # carries its credentials there. Our client logs host+path itself.
     for noisy in ("httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+LOG_MAX_BYTES = 1 << 20  # rotate a log file past 1 MiB ...
+LOG_KEEP = 3  # ... keeping this many older copies (<name>.1 newest)
+
+
+def rotate_log(path: Path, max_bytes: int = LOG_MAX_BYTES, keep: int = LOG_KEEP) -> bool:
+    """Bound a log file that runs append to (the scheduled `sync.log`): past `max_bytes`,
+    shift `<path>.N` up, copy the file to `<path>.1` and empty it in place. Copy and
+    truncate, not rename: cron's `>> sync.log` holds the file open (O_APPEND) for this very
+    run, and must keep writing into `sync.log`. True when it rotated."""
+    try:
+        if path.stat().st_size <= max_bytes:
+            return False
+        for n in range(keep - 1, 0, -1):
+            older = path.with_name(f"{path.name}.{n}")
+            if older.exists():
+                os.replace(older, path.with_name(f"{path.name}.{n + 1}"))
+        first = path.with_name(f"{path.name}.1")
+        fd = os.open(first, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as dst, path.open("rb") as src:
+            while chunk := src.read(1 << 16):
+                dst.write(chunk)
+        os.truncate(path, 0)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        sys.stderr.write(f"warning: could not rotate {path}: {exc}\n")
+        return False
+    return True

@@ -166,6 +166,7 @@ def test_cache_written_0600_atomically_and_read_back(tmp_path: Path) -> None:
     assert doc == {
         "fetched_at": 1000.0,
         "source": "browser:chrome",
+        "origin_spec": "",
         "account_email": "a@example.com",
         "cookies": {SESSION_COOKIE: SECRET},
     }
@@ -229,7 +230,7 @@ def test_chain_default_order(tmp_path: Path) -> None:
     sources = list(cookie_sources(archive_root=tmp_path, now=0))
     assert [s.label for s in sources] == ["cache"] + [f"browser:{b}" for b in ck.AUTO_BROWSERS]
     assert ck.AUTO_BROWSERS[:4] == ("edge", "chrome", "firefox", "safari")
-    assert not sources[0].cacheable and sources[1].cacheable
+    assert all(s.cacheable for s in sources)  # every sign-in renews the cache
     with pytest.raises(AuthError):
         sources[0].load()  # no cache yet
 

@@ -297,3 +297,48 @@ def test_discover_accounts_none_signed_in(tmp_path: Path) -> None:
             transport=httpx.MockTransport(_router().handler),
             clock=FakeClock(),
         )
+
+
+def test_a_13_hour_old_cache_is_renewed_by_a_cached_run(tmp_path: Path) -> None:
+    """Issue 32: the browser's keyring is unreachable (cron), the recorded source fails, the
+    stale cache still signs in, and the sign-in renews it for the next night."""
+    clock = FakeClock()
+    archive = tmp_path / "archive"
+    cs = CookieSet({SESSION_COOKIE: "tok-alice"}, "browser:chrome", spec="browser:chrome")
+    write_cache(archive, cs, "alice@example.com", clock.now - 13 * 3600)
+    tried: list[str] = []
+
+    def no_keyring(name: str) -> tuple[list[RawCookie], str]:
+        tried.append(name)
+        raise KeyError("DBUS_SESSION_BUS_ADDRESS")
+
+    api = open_session(
+        _opts(tmp_path, "alice@example.com"),
+        transport=httpx.MockTransport(_router().handler),
+        clock=clock,
+        browser_loader=no_keyring,
+    )
+    assert api.email == "alice@example.com"
+    assert tried == ["chrome"]  # the recorded source first, then the stale cache answered
+    doc = json.loads(cache_path(archive).read_text())
+    assert doc["fetched_at"] == clock.now  # renewed
+    assert doc["source"] == "browser:chrome" and doc["origin_spec"] == "browser:chrome"
+
+
+def test_a_stale_cache_rereads_its_recorded_cookie_file(tmp_path: Path) -> None:
+    clock = FakeClock()
+    archive = tmp_path / "archive"
+    jar = tmp_path / "cookies.json"
+    jar.write_text(json.dumps({SESSION_COOKIE: "tok-alice"}))
+    old = CookieSet({SESSION_COOKIE: "tok-dead"}, "file:cookies.json", spec=f"file:{jar}")
+    write_cache(archive, old, "alice@example.com", clock.now - 20 * 3600)
+    api = open_session(
+        _opts(tmp_path, "alice@example.com"),
+        transport=httpx.MockTransport(_router().handler),
+        clock=clock,
+        browser_loader=lambda name: ([], ""),
+    )
+    assert api.email == "alice@example.com"
+    doc = json.loads(cache_path(archive).read_text())
+    assert doc["cookies"] == {SESSION_COOKIE: "tok-alice"} and doc["fetched_at"] == clock.now
+    assert doc["origin_spec"] == f"file:{jar}"

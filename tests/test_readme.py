@@ -115,3 +115,20 @@ def test_the_test_environment_is_the_locked_one() -> None:
             wanted.add(name)
     assert wanted and wanted <= set(pins), f"not pinned: {sorted(wanted - set(pins))}"
     assert "pip" in pins
+
+
+def test_the_unattended_block_uses_real_options() -> None:
+    """Issue 32: "Use it" shows the unattended set-up in one short block, and every option
+    in it is one its command takes."""
+    text = README.read_text(encoding="utf-8")
+    use_it = text[text.index("## Use it") : text.index("## The archive")]
+    block = next(b for b in FENCE.findall(use_it) if "schedule --install --healthcheck" in b)
+    lines = [line for line in block.splitlines() if line.strip()]
+    assert len(lines) <= 6
+    for line in lines:
+        for command in commands(line.split("  #")[0]):
+            words = shlex.split(command)
+            assert words[0] == "pplx-export", command
+            sub = main.commands[words[1]]
+            known = {opt for param in sub.params for opt in param.opts}
+            assert {w for w in words[2:] if w.startswith("--")} <= known, command

@@ -22,6 +22,7 @@ from pplx_export.sync.schedule import (
     merge_crontab,
     run_schedule,
     systemd_quote,
+    unit_name,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -187,14 +188,16 @@ def test_systemd_install_with_injected_commands(tmp_path: Path) -> None:
     kwargs = dict(config=tmp_path / "c.toml", archive_root=tmp_path / "a", systemd=True)
     first = run_schedule(**kwargs, install=True, installer=installer)  # type: ignore[arg-type]
     assert not first.already_installed
-    assert (units / "pplx-export-sync.timer").is_file()
+    name = unit_name(tmp_path / "a")
+    assert name.startswith("pplx-export-sync-") and len(name) == len("pplx-export-sync-") + 8
+    assert (units / f"{name}.timer").is_file()
     second = run_schedule(**kwargs, install=True, installer=installer)  # type: ignore[arg-type]
     assert second.already_installed
     assert (
         calls.read_text("utf-8").splitlines()
         == [
             "--user daemon-reload",
-            "--user enable --now pplx-export-sync.timer",
+            f"--user enable --now {name}.timer",
         ]
         * 2
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pplx_export.archive.library_index import index_path, load_index, save_index
+from pplx_export.archive.space_files import listing_row, save_listing
 from tests.e2e_support import E2E, THREAD_ENDPOINT, by_endpoint
 from tests.upkeep_support import (
     BASIL_UUID,
@@ -64,6 +65,20 @@ def test_union_rule_a_thread_in_another_accounts_index_is_no_candidate(env: E2E)
     assert doc["candidates"] == []
     assert doc["indexes"] == ["maya", "tomas"]
     index_path(env.out, "tomas").unlink()
+    doc = _json(env.cli("sync-deleted", "--json").stdout)
+    assert [c["uuid"] for c in doc["candidates"]] == [SEARCH_UUID]
+
+
+def test_a_thread_from_a_space_listing_is_judged_against_that_space(env: E2E) -> None:
+    """Issue 32: another member's thread (exported through `space-index`) is in no library
+    of ours; while its space's listing holds it, it is no deletion candidate."""
+    _drop_from_index(env, SEARCH_UUID)
+    space = {"slug": "garden-x", "uuid": "space-uuid", "title": "Garden"}
+    row = {"uuid": SEARCH_UUID, "title": "Rust lifetimes", "author_username": "erin"}
+    save_listing(env.out, space, [listing_row(row, space)])
+    doc = _json(env.cli("sync-deleted", "--json").stdout)
+    assert doc["candidates"] == []
+    save_listing(env.out, space, [])  # the space no longer lists it
     doc = _json(env.cli("sync-deleted", "--json").stdout)
     assert [c["uuid"] for c in doc["candidates"]] == [SEARCH_UUID]
 
@@ -183,16 +198,17 @@ def test_three_auth_failures_in_a_row_stop_the_run_with_exit_3(env: E2E) -> None
     assert env.state() == state_before
 
 
-def test_sync_check_deleted_runs_after_the_batch(env: E2E) -> None:
-    env.emu.mutate(delete=SEARCH_UUID)  # and unlisted: the full index drops it
+def test_plain_sync_check_deleted_tombstones_a_deletion(env: E2E) -> None:
+    """Issue 32: the incremental index walked to the end of the listing (a small library),
+    so it dropped the deleted row itself and the check finds it without --full."""
+    env.emu.mutate(delete=SEARCH_UUID)  # and unlisted
     result = env.cli("sync", "--check-deleted")
-    assert result.exit_code == 0, result.output
-    # Incremental index: the deleted thread sits in the stored tail, so it is no candidate.
-    assert "sync-deleted: 0 candidate(s)" in result.stderr
-    result = env.cli("sync", "--full")
     assert result.exit_code == 0, result.output
     assert "sync-deleted: 1 candidate(s): 1 deleted" in result.stderr
     assert env.state()[SEARCH_UUID]["status"] == "deleted"
+    result = env.cli("sync", "--full")
+    assert result.exit_code == 0, result.output
+    assert "sync-deleted: 0 candidate(s)" in result.stderr
     assert "remote_deleted" in json.loads(
         (_dir_of(env, SEARCH_UUID) / "thread.json").read_text("utf-8")
     )

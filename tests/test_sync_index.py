@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from pplx_export.archive.library_index import (
 from pplx_export.config import load_config
 from pplx_export.sync.index import (
     STOP_RUN,
+    full_sweep_due,
     read_index_state,
     record_index_run,
     refresh_index,
@@ -129,7 +130,7 @@ def test_full_consumes_everything_and_equals_the_fetched_set() -> None:
 def test_search_mode_enrichment_is_carried_over_incrementally() -> None:
     old = [row(1, search_mode="STUDY"), row(2)]
     newer = row(1, "2041-09-09T00:00:00Z")  # updated; listing has no search_mode
-    result = refresh_index([newer], old, full=False)
+    result = refresh_index([newer, row(2)], old, full=False)
     assert result.rows[0]["search_mode"] == "STUDY"
     assert result.rows[0]["lastUpdated"] == "2041-09-09T00:00:00.000000Z"
     assert "search_mode" not in result.rows[1]
@@ -284,7 +285,7 @@ def test_index_state_bookkeeping_and_reminder(
     with caplog.at_level(logging.WARNING, logger="pplx_export"):
         dues = [record_index_run(cfg, "alice", full=False, now=NOW) for _ in range(10)]
     assert dues == [False] * 9 + [True]
-    assert "index --full" in caplog.text
+    assert "index --full" not in caplog.text  # no nag: `sync` sweeps by itself (issue 32)
     text = path.read_text()
     assert "# my settings" in text and "# keep me" in text
     doc = tomlkit.parse(text).unwrap()
@@ -326,4 +327,34 @@ def test_rows_without_uuid_do_not_pile_up_across_runs() -> None:
     index: list[dict[str, Any]] = [row(1)]
     for _ in range(3):
         index = refresh_index([row(2), blank, blank], index, full=False).rows
-    assert [r["entryUUID"] for r in index] == ["uuid-0002", "", "uuid-0001"]
+    # Each walk reached the end of the listing: uuid-0001, no longer listed, is dropped.
+    assert [r["entryUUID"] for r in index] == ["uuid-0002", ""]
+
+
+def test_an_incremental_walk_that_reaches_the_end_drops_rows_it_no_longer_saw() -> None:
+    old = newest_first([row(n) for n in range(1, 6)])
+    listing = [r for r in old if r["entryUUID"] != "uuid-0003"]
+    result = refresh_index(iter(listing), old, full=False)
+    assert result.complete and not result.early_stopped and result.removed == 1
+    assert "uuid-0003" not in {r["entryUUID"] for r in result.rows}
+    assert "1 gone" in result.line()
+
+
+def test_an_early_stopped_walk_keeps_the_tail_and_an_empty_listing_keeps_all() -> None:
+    old = newest_first([row(n) for n in range(1, 6)])
+    result = refresh_index(iter(old[:2]), old, full=False, stop_run=2)
+    assert result.early_stopped and not result.complete and len(result.rows) == 5
+    empty = refresh_index(iter([]), old, full=False)
+    assert not empty.complete and len(empty.rows) == 5
+
+
+def test_sync_sweeps_the_whole_listing_when_the_last_full_sweep_is_old(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(CONFIG)
+    cfg = load_config(path)
+    assert not full_sweep_due(cfg, "alice", NOW)  # never indexed: the first walk is whole
+    record_index_run(cfg, "alice", full=True, now=NOW)
+    assert not full_sweep_due(cfg, "alice", NOW + timedelta(days=6))
+    assert full_sweep_due(cfg, "alice", NOW + timedelta(days=8))
+    cfg.full_index_days = 0  # never
+    assert not full_sweep_due(cfg, "alice", NOW + timedelta(days=80))

@@ -17,6 +17,8 @@ from pplx_export.cli.options import (
     PplxGroup,
     common_options,
     creates_config,
+    every_account_options,
+    every_account_render_options,
     group_settings,
     json_option,
     offline_render_options,
@@ -31,6 +33,7 @@ from pplx_export.cli.spaces import register as register_space_commands
 if TYPE_CHECKING:
     from pplx_export.context import RunOptions
     from pplx_export.sync.batch import BatchSummary
+    from pplx_export.sync.every_account import SyncOutcome
     from pplx_export.sync.plan import Plan
 
 # Kept here (not imported from models) so `--help` need not import the data model.
@@ -48,9 +51,14 @@ main.add_command(verify)
 
 
 @main.command()
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Exit 1 when an account's last successful sync is older than the schedule allows.",
+)
 @json_option
 @shared_options(network=False, account=False, lang=False, writes=False)
-def status(opts: RunOptions, as_json: bool) -> None:
+def status(opts: RunOptions, check: bool, as_json: bool) -> None:
     """Zero network: index age, state counts, what the next batch would do, errors.
 
     -v lists the next batch, -vv adds error titles and done counts per mode, -vvv every thread.
@@ -68,6 +76,10 @@ def status(opts: RunOptions, as_json: bool) -> None:
         emit_json(doc)
     else:
         print_status(doc, Console(highlight=False))
+    if check and doc["stale_accounts"]:
+        from pplx_export.errors import PplxError
+
+        raise PplxError(f"not synced for too long: {', '.join(doc['stale_accounts'])}")
 
 
 @main.command("re-render")
@@ -117,14 +129,17 @@ def re_render(
 @main.command()
 @click.option("--full", is_flag=True, help="Walk the whole library (sees deletions and moves).")
 @json_option
-@common_options
+@every_account_options
 def index(opts: RunOptions, full: bool, as_json: bool) -> None:
-    """Refresh index/library_<account>.json from the library listing."""
-    from pplx_export.sync.batch import run_index
+    """Refresh index/library_<account>.json from the library listing (every account)."""
+    from pplx_export.sync.every_account import run_index_accounts
 
-    result = run_index(opts, full=full)
+    report = run_index_accounts(opts, full=full)
     if as_json:
-        emit_json(result.to_json())
+        emit_json(report.to_json())
+    elif not report.single and not opts.quiet:
+        click.echo(report.total_line(), err=True)
+    report.raise_for_failed_accounts()
 
 
 @main.command()
@@ -207,13 +222,28 @@ def batch_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @main.command()
 @batch_options
-@render_options
+@every_account_render_options
 def batch(opts: RunOptions, dry_run: bool, as_json: bool, **filters: Any) -> None:
-    """Export new and updated threads from the index (incremental, resumable)."""
+    """Export new and updated threads from the index (incremental, resumable; every account
+    unless --account)."""
     from pplx_export.sync.batch import BatchFilters, run_batch
+    from pplx_export.sync.every_account import plan_accounts, run_batch_accounts
 
-    result = run_batch(opts, BatchFilters(**filters), dry_run=dry_run)
-    _report_batch(result, as_json=as_json, quiet=opts.quiet)
+    chosen = BatchFilters(**filters)
+    if chosen.space is not None:  # one space's listing: one run, whoever's threads
+        _report_batch(run_batch(opts, chosen, dry_run=dry_run), as_json=as_json, quiet=opts.quiet)
+        return
+    if dry_run:
+        plans = plan_accounts(opts, chosen)
+        if plans.single:
+            _report_batch(plans.only, as_json=as_json, quiet=opts.quiet)
+        elif as_json:
+            emit_json(plans.to_json())
+        else:
+            print_lines(plans.lines())
+        return
+    outcome = run_batch_accounts(opts, lambda sub: run_batch(sub, chosen))
+    _report_accounts(outcome, as_json=as_json, quiet=opts.quiet)
 
 
 @main.command()
@@ -226,16 +256,56 @@ def batch(opts: RunOptions, dry_run: bool, as_json: bool, **filters: Any) -> Non
     is_flag=True,
     help="Afterwards run `spaces --fetch-meta` and `sync-space` (--full does too).",
 )
+@click.option(
+    "--on-failure",
+    metavar="CMD",
+    default=None,
+    help="Shell command run when sync fails; $PPLX_EXPORT_ERROR holds the error "
+    "(config on_failure).",
+)
+@click.option(
+    "--healthcheck-url",
+    metavar="URL",
+    default=None,
+    help="Ping URL on success, URL/fail on failure (config healthcheck_url).",
+)
 @json_option
-@render_options
+@every_account_render_options
 def sync(
-    opts: RunOptions, full: bool, check_deleted: bool, refresh_spaces: bool, as_json: bool
+    opts: RunOptions,
+    full: bool,
+    check_deleted: bool,
+    refresh_spaces: bool,
+    on_failure: str | None,
+    healthcheck_url: str | None,
+    as_json: bool,
 ) -> None:
-    """The cron command: index, then batch (then the deletion check, if asked)."""
-    from pplx_export.sync.batch import run_sync
+    """The cron command: index, then batch, for every account (then the deletion check, if
+    asked). A full index sweep when the last is older than a week (full_index_days)."""
+    from pplx_export.sync.every_account import run_sync_accounts
+    from pplx_export.sync.notify import notify_for, notifying
 
-    result = run_sync(opts, full=full, check_deleted=check_deleted, refresh_spaces=refresh_spaces)
-    _report_batch(result, as_json=as_json, quiet=opts.quiet)
+    with notifying(notify_for(opts, on_failure, healthcheck_url)):
+        outcome = run_sync_accounts(
+            opts, full=full, check_deleted=check_deleted, refresh_spaces=refresh_spaces
+        )
+        _report_accounts(outcome, as_json=as_json, quiet=opts.quiet)
+
+
+def _report_accounts(outcome: SyncOutcome, *, as_json: bool, quiet: bool) -> None:
+    """One account: its batch summary, as always. Several: one line each and a total; a
+    failed account makes the exit code its own (AccountsFailed), else failed threads 4."""
+    if outcome.accounts.single:
+        _report_batch(outcome.total, as_json=as_json, quiet=quiet)
+        return
+    total = outcome.total
+    report_run(
+        "\n".join(outcome.lines()),
+        total.failures,
+        quiet=quiet,
+        doc=outcome.to_json() if as_json else None,
+    )
+    outcome.raise_for_failures()
 
 
 @main.command("sync-deleted")
@@ -363,17 +433,62 @@ def init(
 @click.option("--time", "at", default="03:30", show_default=True, help="When to run (HH:MM).")
 @click.option("--systemd", is_flag=True, help="Also write a systemd user service + timer.")
 @click.option("--install", is_flag=True, help="Install it (crontab entry, or enable the timer).")
+@click.option("--uninstall", is_flag=True, help="Remove this archive's crontab entry and timer.")
+@click.option(
+    "--status", "show_status", is_flag=True, help="What is installed, next run, last results."
+)
+@click.option(
+    "--check", is_flag=True, help="Run the job's sign-in once, as cron (--systemd: as systemd)."
+)
+@click.option("--on-failure", metavar="CMD", default=None, help="Passed on to the job's sync.")
+@click.option("--healthcheck-url", metavar="URL", default=None, help="Passed on to the job's sync.")
 @json_option
-@common_options
-def schedule(opts: RunOptions, at: str, systemd: bool, install: bool, as_json: bool) -> None:
-    """Run `sync` every night: write index/cron_snippet.txt (or systemd units)."""
-    from pplx_export.sync.schedule import run_schedule_command
+@render_options
+def schedule(
+    opts: RunOptions,
+    at: str,
+    systemd: bool,
+    install: bool,
+    uninstall: bool,
+    show_status: bool,
+    check: bool,
+    on_failure: str | None,
+    healthcheck_url: str | None,
+    as_json: bool,
+) -> None:
+    """Run `sync` every night: write index/cron_snippet.txt (or systemd units).
 
-    result = run_schedule_command(opts, time=at, systemd=systemd, install=install)
+    The job gets the options given here (--account, --lang, --flavor, cookies,
+    --on-failure, --healthcheck-url); without --account it archives every account.
+    """
+    from pplx_export.sync.schedule_manage import run_schedule_action
+
+    result = run_schedule_action(
+        opts,
+        action="uninstall" if uninstall else "status" if show_status else "check" if check else "",
+        actions=(install, uninstall, show_status, check),
+        time=at,
+        systemd=systemd,
+        install=install,
+        on_failure=on_failure,
+        healthcheck_url=healthcheck_url,
+    )
     if as_json:
         emit_json(result.to_json())
     else:
         print_lines(result.lines())
+    result.raise_if_failed()
+
+
+@main.command("check-signin", hidden=True)
+@every_account_options
+def check_signin(opts: RunOptions) -> None:
+    """Sign every account in once (what `schedule --check` runs in the job's environment)."""
+    from pplx_export.sync.schedule_manage import run_check_signin
+
+    lines, raise_for_failed = run_check_signin(opts)
+    print_lines(lines)
+    raise_for_failed()
 
 
 @main.command()

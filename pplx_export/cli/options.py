@@ -159,6 +159,7 @@ def shared_options(
     out: bool = True,
     writes: bool = True,
     online_when: str | None = None,
+    every_account: bool = False,
 ) -> Callable[[F], F]:
     """The shared options a command uses, resolved into a `RunOptions` passed as `opts`.
 
@@ -172,6 +173,8 @@ def shared_options(
     `online_when`: the parameter of the flag without which the command makes no request
     (`spaces --fetch-meta`): without it, no account is required and a missing config gets
     the short notice of the offline commands.
+    `every_account`: without `--account` the command walks every configured account
+    (sync/every_account.py), so a config with several and no default is no error.
     """
     with_account = network if account is None else account
     groups = _config_options() if config else []
@@ -209,6 +212,7 @@ def shared_options(
                 uses_account=with_account
                 and (online_when is None or bool(kwargs.get(online_when))),
                 config_missing_ok=getattr(func, CREATES_CONFIG, False),
+                every_account=every_account,
             )
             return func(*args, opts=opts, **kwargs)
 
@@ -225,6 +229,9 @@ def shared_options(
 common_options = shared_options()
 offline_options = shared_options(network=False)
 render_options = shared_options(flavor=True)
+# `sync`, `batch`, `index`: every configured account unless `--account` narrows.
+every_account_options = shared_options(every_account=True)
+every_account_render_options = shared_options(flavor=True, every_account=True)
 offline_render_options = shared_options(network=False, flavor=True)
 
 
@@ -246,6 +253,7 @@ def resolve_run_options(
     announce_degraded: bool = True,
     uses_account: bool = True,
     config_missing_ok: bool = False,
+    every_account: bool = False,
 ) -> RunOptions:
     """Flags -> config -> logging -> the run context; the notices every command shares."""
     from datetime import UTC, datetime
@@ -253,7 +261,7 @@ def resolve_run_options(
     from pplx_export.archive.root import ensure_writable
     from pplx_export.config import load_config
     from pplx_export.context import RunOptions
-    from pplx_export.logs import setup_logging
+    from pplx_export.logs import rotate_log, setup_logging
     from pplx_export.net.browsers import parse_browser_spec
 
     verbose = verbose or 0
@@ -266,6 +274,8 @@ def resolve_run_options(
         log_path = Path(log_file) if log_file else root / "index" / "logs" / f"{stamp}.log"
     if check_writable:
         ensure_writable(root)
+    if log_path is not None:
+        rotate_log(log_path)
     setup_logging(verbose, quiet, log_path)
     log = _log()
     if cookies_from and cookies_file:
@@ -277,7 +287,7 @@ def resolve_run_options(
             raise click.BadParameter(str(exc), param_hint="--cookies-from-browser") from None
     opts = RunOptions(
         config=cfg,
-        account=_account(cfg, account, uses_account),
+        account=_account(cfg, account, uses_account, every_account),
         out=root,
         lang=cfg.language(lang),
         flavor=cfg.flavor(flavor),
@@ -286,10 +296,13 @@ def resolve_run_options(
         verbose=verbose,
         quiet=quiet,
         progress=not no_progress,
+        account_given=account is not None,
+        log_file=log_path,
     )
     if base_url:
         opts.base_url = base_url.rstrip("/")
-    if verbose:
+    if verbose or log_path is not None:
+        # A log file always starts with the header: a bug report needs the versions.
         for line in debug_header(opts):
             log.debug("%s", line)
     if cfg.degraded and announce_degraded:
@@ -305,15 +318,20 @@ def resolve_run_options(
     return opts
 
 
-def _account(cfg: Config, name: str | None, uses_account: bool) -> Account:
+def _account(
+    cfg: Config, name: str | None, uses_account: bool, every_account: bool = False
+) -> Account:
     """The account a command works for. A command without `--account` (status, re-render)
-    works on every account: a config it could not pick one from is no error there."""
+    works on every account: a config it could not pick one from is no error there; one
+    that walks every account starts with the first."""
     from pplx_export.config import Account
     from pplx_export.errors import ConfigError
 
     try:
         return cfg.account(name)
     except ConfigError:
+        if every_account and name is None and cfg.accounts:
+            return next(iter(cfg.accounts.values()))
         if uses_account:
             raise
         return Account(name="", display_name="")

@@ -65,6 +65,8 @@ class CookieSet:
     source: str  # "browser:chrome", "file:cookies.txt", "cache"
     where: str = ""  # human detail: profile path, file path
     origin: str = ""  # for the cache: the source it was first read from (picks the UA)
+    # How to read the same source again: "file:<absolute path>" or "browser:<spec>".
+    spec: str = ""
 
     @property
     def account_tokens(self) -> dict[str, str]:
@@ -174,7 +176,9 @@ def load_cookie_file(path: Path) -> CookieSet:
             raise ConfigError(f"cookie file {path} is not valid cookie JSON: {exc}") from None
     else:
         raw = parse_netscape(text)
-    return require_session(collect(raw, f"file:{path.name}", str(path)))
+    cs = collect(raw, f"file:{path.name}", str(path))
+    cs.spec = f"file:{path.absolute()}"
+    return require_session(cs)
 
 
 # -- browsers ---------------------------------------------------------------------------------
@@ -215,6 +219,7 @@ def browser_cookie3_loader(
 def load_browser(browser: str, loader: BrowserLoader | None = None) -> CookieSet:
     """Cookies from one browser (a `BROWSER[+KEYRING][:PROFILE]` spec), or AuthError saying
     what went wrong (never a value). A custom `loader` gets the browser name only."""
+    spec_text = browser
     try:
         spec = parse_browser_spec(browser)
     except ValueError as exc:
@@ -232,6 +237,7 @@ def load_browser(browser: str, loader: BrowserLoader | None = None) -> CookieSet
     except Exception as exc:
         raise AuthError(f"{browser}: {_describe_backend_error(exc)}") from None
     cs = collect(raw, f"browser:{browser}", f"profile {where}" if where else "")
+    cs.spec = f"browser:{spec_text}"
     return require_session(cs)
 
 
@@ -277,8 +283,23 @@ def _migrate_cache(archive_root: Path) -> None:
         log.warning("could not move the cookie cache %s out of the archive: %s", old, exc)
 
 
-def read_cache(archive_root: Path, now: float) -> CookieSet | None:
-    """The cached cookie set if it exists, parses, has a session and is < 12 h old."""
+@dataclass
+class CacheRecord:
+    """The cache file as stored, whatever its age."""
+
+    cookies: CookieSet
+    fetched_at: float
+    origin_spec: str  # "" for a cache written before the spec was recorded
+
+    def age(self, now: float) -> float:
+        return now - self.fetched_at
+
+    def fresh(self, now: float) -> bool:
+        return 0 <= self.age(now) < CACHE_MAX_AGE_S
+
+
+def read_cache_record(archive_root: Path) -> CacheRecord | None:
+    """The cache if it exists, parses and holds a session (any age); else None."""
     _migrate_cache(archive_root)
     path = cache_path(archive_root)
     try:
@@ -292,13 +313,23 @@ def read_cache(archive_root: Path, now: float) -> CookieSet | None:
         log.warning("ignoring cookie cache %s: unexpected shape", path)
         return None
     fetched = data.get("fetched_at")
-    if not isinstance(fetched, int | float) or not 0 <= now - fetched < CACHE_MAX_AGE_S:
+    if not isinstance(fetched, int | float) or isinstance(fetched, bool):
         return None
     source = data.get("source")
     origin = source if isinstance(source, str) else ""
+    spec = data.get("origin_spec")
     cs = collect(parse_json_cookies(data["cookies"]), "cache", f"{path}, from {origin}")
     cs.origin = origin
-    return cs if cs.has_session else None
+    cs.spec = spec if isinstance(spec, str) else ""
+    if not cs.has_session:
+        return None
+    return CacheRecord(cs, float(fetched), cs.spec)
+
+
+def read_cache(archive_root: Path, now: float) -> CookieSet | None:
+    """The cached cookie set if it exists, parses, has a session and is < 12 h old."""
+    record = read_cache_record(archive_root)
+    return record.cookies if record is not None and record.fresh(now) else None
 
 
 def write_cache(archive_root: Path, cs: CookieSet, account_email: str, now: float) -> Path:
@@ -308,6 +339,7 @@ def write_cache(archive_root: Path, cs: CookieSet, account_email: str, now: floa
     doc = {
         "fetched_at": now,
         "source": cs.origin or cs.source,
+        "origin_spec": cs.spec,
         "account_email": account_email,
         "cookies": dict(cs.cookies),
     }
@@ -327,7 +359,7 @@ class CookieSource:
     label: str
     load: Callable[[], CookieSet]
     explicit: bool = False
-    cacheable: bool = False  # browser and file reads are cached; the cache itself is not
+    cacheable: bool = True  # every sign-in renews the cache (see the module doc)
 
 
 def cookie_sources(
@@ -351,15 +383,42 @@ def cookie_sources(
         )
         return
 
+    record = read_cache_record(archive_root)
+
     def cached() -> CookieSet:
-        cs = read_cache(archive_root, now)
-        if cs is None:
+        if record is None or not record.fresh(now):
             raise AuthError("no fresh cookie cache")
-        return cs
+        return record.cookies
 
     def from_browser(name: str) -> Callable[[], CookieSet]:
         return lambda: load_browser(name, loader)
 
     yield CookieSource("cache", cached)
+    if record is not None and record.origin_spec:
+        origin = origin_source(record.origin_spec, loader)
+        if origin is not None:
+            yield origin
+    if record is not None and not record.fresh(now):
+        hours = record.age(now) / 3600
+        stale = record.cookies
+        stale.where = f"{stale.where}, {hours:.0f} h old"
+        yield CookieSource("cache (stale)", lambda: stale)
     for name in auto_browsers:
-        yield CookieSource(f"browser:{name}", from_browser(name), cacheable=True)
+        yield CookieSource(f"browser:{name}", from_browser(name))
+
+
+def origin_source(spec: str, loader: BrowserLoader | None = None) -> CookieSource | None:
+    """The source a cache's cookies came from, to read again (None for an unknown spec)."""
+    kind, _, value = spec.partition(":")
+
+    def load() -> CookieSet:
+        try:
+            if kind == "file":
+                return load_cookie_file(Path(value))
+            return load_browser(value, loader)
+        except ConfigError as exc:  # a file since moved away: the next source is tried
+            raise AuthError(str(exc)) from None
+
+    if kind in ("file", "browser") and value:
+        return CookieSource(f"recorded {spec}", load)
+    return None

@@ -45,7 +45,12 @@ from pplx_export.sync.export import (
     parse_thread_ref,
     unchanged_since_export,
 )
-from pplx_export.sync.index import IndexResult, read_index_state, update_library_index
+from pplx_export.sync.index import (
+    IndexResult,
+    full_sweep_due,
+    read_index_state,
+    update_library_index,
+)
 from pplx_export.sync.plan import Plan, PlanItem, make_plan, parse_since, parse_until
 from pplx_export.sync.progress import Reporter, progress_reporter
 from pplx_export.sync.space_index import space_rows
@@ -458,21 +463,32 @@ def run_sync(
     opts: RunOptions,
     *,
     full: bool = False,
-    check_deleted: bool = False,
-    refresh_spaces: bool = False,
+    check_deleted: bool | None = None,
+    refresh_spaces: bool | None = None,
 ) -> BatchSummary | Plan:
     """`index` then `batch` over one session (one pacer, one sign-in); with `refresh_spaces`
-    or `full`, then `spaces --fetch-meta` and `sync-space`; with `check_deleted` or `full`,
-    then `sync-deleted --online` (its candidates that could not be checked count as failures
-    of the run)."""
+    (default: `full`), then `spaces --fetch-meta` and `sync-space`; with `check_deleted`
+    (default: `full`), then `sync-deleted --online` (its candidates that could not be checked
+    count as failures of the run). The index is a full sweep with `full`, and also when the
+    last one is older than `full_index_days` (upkeep the schedule does by itself)."""
+    refresh_spaces = full if refresh_spaces is None else refresh_spaces
+    check_deleted = full if check_deleted is None else check_deleted
     with open_session(opts) as api, _locked(opts):
-        run_index(opts, full=full, api=api)
+        sweep = full or full_sweep_due(opts.config, opts.account.name, _now())
+        if sweep and not full:
+            log.info(
+                "index %s: the last full sweep is older than %g days; sweeping the whole "
+                "listing (full_index_days)",
+                opts.account.name,
+                opts.config.full_index_days,
+            )
+        run_index(opts, full=sweep, api=api)
         result = run_batch(opts, BatchFilters(full=full), api=api, commit=False)
-        if refresh_spaces or full:
+        if refresh_spaces:
             from pplx_export.sync.space_refresh import refresh_spaces as refresh
 
             refresh(opts, api)
-        if (check_deleted or full) and isinstance(result, BatchSummary):
+        if check_deleted and isinstance(result, BatchSummary):
             _check_deleted(opts, result)
         auto_commit(opts, "sync")
         return result

@@ -3,8 +3,12 @@
 Offline (the default) it only lists candidates: threads whose state is `ok` but whose UUID is
 in none of the `index/library_*.json` files. The union of every account's index matters: a
 thread exported through a space shared by another account is in that account's listing,
-not in ours. When no index with rows can be read, nothing is a candidate (an empty or
-missing listing says nothing about deletions) and the reason is given.
+not in ours. A thread exported from a space listing (`space-index`, other members' threads
+included) is judged against that space: while its `index/space_<slug>.json` lists it, it is
+no candidate (the library of none of our accounts ever lists another member's thread, so
+it would otherwise be a candidate forever). When no index with rows can be read, nothing is
+a candidate (an empty or missing listing says nothing about deletions) and the reason is
+given.
 
 `--online` asks the API about each candidate with the session of the account that exported
 it (`thread.json.export_via`): `ENTRY_DELETED`, `ENTRY_EXPIRED` or a 404 confirm the
@@ -26,6 +30,7 @@ from pathlib import Path
 
 from pplx_export.archive.library_index import INDEX_DIR, indexed_accounts, load_index
 from pplx_export.archive.lock import archive_lock
+from pplx_export.archive.space_files import iter_listings
 from pplx_export.archive.state import ERROR_MAX, BatchState
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, add_remote_deleted, archived_threads
@@ -140,6 +145,9 @@ def find_candidates(
             indexed.update(as_str(row.get("entryUUID")) for row in index.threads)
     if not used:
         return [], [], NO_INDEX
+    listings, _problems = iter_listings(root)  # unreadable ones: `spaces` reports them
+    for listing in listings:
+        indexed.update(as_str(row.get("entryUUID")) for row in listing.threads)
     on_disk = archived_threads(root)
     found: list[Candidate] = []
     for uuid, record in state.threads.items():

@@ -5,9 +5,13 @@ module decides how many of them to consume. Incremental mode stops after
 `STOP_RUN` consecutive rows that are already known with an identical `lastUpdated`: a
 continued thread moves to the top of the listing, so once a run of untouched rows is seen,
 everything below it is untouched too. The fetched head is merged with the stored tail.
-`--full` consumes everything and replaces the index by exactly the fetched set, which is the
-only way to notice deletions and space moves of older threads; hence the reminder after
-`FULL_REMINDER_RUNS` incremental runs.
+`--full` consumes everything and replaces the index by exactly the fetched set, which is how
+deletions and space moves of older threads are noticed. An incremental walk that reached the
+end of the listing without its early stop saw everything too, so it does the same (and counts
+as a full sweep): a small library needs no `--full` for `sync --check-deleted` to work. An
+empty listing never empties a stored index (it says nothing about deletions). `sync` sweeps
+the whole listing itself when the last full sweep is older than `full_index_days`
+(`full_sweep_due`); the count of incremental runs is kept for `status`.
 """
 
 from __future__ import annotations
@@ -28,12 +32,13 @@ from pplx_export.archive.library_index import (
 from pplx_export.config import Config
 from pplx_export.parse.last_updated import same_last_updated
 from pplx_export.util.lenient import as_dict, as_str, lenient_int
-from pplx_export.util.timefmt import format_utc
+from pplx_export.util.timefmt import format_utc, parse_time
 
 log = logging.getLogger(__name__)
 
 STOP_RUN = 25  # consecutive known-unchanged rows that end an incremental refresh
-FULL_REMINDER_RUNS = 10  # incremental runs without a full sweep before we remind
+FULL_REMINDER_RUNS = 10  # incremental runs without a full sweep: `status` says so
+FULL_INDEX_DAYS = 7.0  # default `full_index_days`
 
 
 @dataclass
@@ -42,9 +47,10 @@ class IndexResult:
     fetched: int = 0  # rows consumed from the listing (duplicates included)
     new: int = 0  # UUIDs not in the old index
     updated: int = 0  # known UUIDs whose lastUpdated changed
-    removed: int = 0  # full only: old UUIDs absent from the listing
+    removed: int = 0  # complete walks only: old UUIDs absent from the listing
     early_stopped: bool = False
     full: bool = False
+    complete: bool = False  # the whole listing was seen (full, or no early stop)
     written: bool = False  # set by update_library_index when the file changed
     full_reminder: bool = False  # set by update_library_index (see record_index_run)
     account: str = ""  # set by update_library_index
@@ -55,7 +61,8 @@ class IndexResult:
         return (
             f"index {self.account}: {self.fetched} rows fetched, {self.new} new, "
             f"{self.updated} updated{', early stop' if self.early_stopped else ''}"
-            f"{f', {self.removed} gone' if self.full else ''}; {len(self.rows)} threads"
+            f"{f', {self.removed} gone' if self.full or self.removed else ''}"
+            f"; {len(self.rows)} threads"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -67,6 +74,7 @@ class IndexResult:
             "updated": self.updated,
             "removed": self.removed,
             "early_stopped": self.early_stopped,
+            "complete": self.complete,
             "threads": len(self.rows),
             "written": self.written,
             "full_index_due": self.full_reminder,
@@ -117,7 +125,9 @@ def refresh_index(
         if not full and run >= stop_run:
             result.early_stopped = True
             break
-    if full:
+    # Not early-stopped: the generator ran dry, so the listing was walked to its end.
+    if full or (not result.early_stopped and result.fetched > 0):
+        result.complete = True
         result.removed = sum(1 for uuid in old_by_uuid if uuid not in seen)
         result.rows = head
         return result
@@ -192,15 +202,7 @@ def record_index_run(
         table["listing"] = listing
     if config.exists:
         config.save()
-    due = runs >= FULL_REMINDER_RUNS
-    if due:
-        log.warning(
-            "%d incremental index runs since the last full one for %s: run `pplx-export "
-            "index --full` to notice deleted threads and space moves of older threads",
-            runs,
-            account,
-        )
-    return due
+    return runs >= FULL_REMINDER_RUNS
 
 
 def update_library_index(
@@ -227,7 +229,22 @@ def update_library_index(
     log.info("%s", result.line())
     if config is not None:
         used = listing() if listing is not None else ""
-        result.full_reminder = record_index_run(config, account, full=full, now=now, listing=used)
+        result.full_reminder = record_index_run(
+            config, account, full=result.complete, now=now, listing=used
+        )
     if listing is not None:
         result.listing = listing()
     return result
+
+
+def full_sweep_due(config: Config, account: str, now: datetime) -> bool:
+    """`sync`'s own full sweep: the last one is older than `full_index_days` (or there was
+    none yet, on an account that has been indexed before). 0 days: never."""
+    days = config.full_index_days
+    if days <= 0:
+        return False
+    state = read_index_state(config, account)
+    if not state.extracted_at:
+        return False  # the first index walks everything anyway
+    last = parse_time(state.last_full_index_at)
+    return last is None or (now - last).total_seconds() > days * 86400

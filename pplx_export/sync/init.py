@@ -38,6 +38,8 @@ from pplx_export.net.pacing import Clock
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.session import SignedInAccount, discover_accounts, open_session
 from pplx_export.sync import autocommit, models
+from pplx_export.sync.schedule import wrapped
+from pplx_export.sync.schedule_manage import cookie_advice
 from pplx_export.util.lenient import as_str
 
 log = logging.getLogger(__name__)
@@ -119,6 +121,8 @@ class InitResult:
     git: str = ""  # "", "created", "existing"
     replaced: bool = False
     warnings: list[str] = field(default_factory=list)
+    # Which cookie source a scheduled sync can use with nobody logged in (Linux).
+    unattended: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -131,6 +135,7 @@ class InitResult:
             "models_cache": str(self.models_cache) if self.models_cache else None,
             "git": self.git or None,
             "warnings": self.warnings,
+            "unattended_cookies": self.unattended,
         }
 
     def lines(self) -> list[str]:
@@ -156,6 +161,7 @@ class InitResult:
                 "and commits each sync)"
             )
         out.extend(f"warning: {w}" for w in self.warnings)
+        out.extend(wrapped(self.unattended))
         quoted = shlex.quote(str(self.config))
         config = "" if self.config == default_config_path() else f" --config {quoted}"
         out.append(f"next: pplx-export sync{config}   then: pplx-export schedule{config}")
@@ -380,6 +386,8 @@ def run_init(
         cookies_from=where,
         replaced=replaced,
         warnings=warnings,
+        # The session above filled the cookie cache: what a job with no cookie option uses.
+        unattended=cookie_advice(root, None, None),
     )
     if raw_catalog is not None:
         result.models_cache = models.write_cache(cfg.path, raw_catalog, catalog.fetched_at)

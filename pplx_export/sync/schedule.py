@@ -5,19 +5,28 @@ for cron, systemd's own rules for `ExecStart=`), so an archive under "My Archive
 config path with a quote survives. The command is the `pplx-export` next to the running
 interpreter (the venv it was installed in), falling back to `python -m pplx_export`.
 
-`--install` changes the user's crontab (one marked line per archive, replaced in place, never
-duplicated) or copies the units into the systemd user directory and enables the timer; the
-crontab and systemctl commands and the unit directory are injectable so tests never touch
-the real ones.
+`--install` changes the user's crontab (one marked line per archive and account set,
+replaced in place, never duplicated) or copies the units into the systemd user directory and
+enables the timer; the crontab and systemctl commands and the unit directory are injectable
+so tests never touch the real ones. Unit names carry a short hash of the archive root and the
+account set (`pplx-export-sync-<8 hex>`), so two archives never collide.
+
+The job gets every option `schedule` was given that changes what sync does: `--account`,
+`--lang`, `--flavor` (when they differ from the config), the cookie source, `--on-failure`,
+`--healthcheck-url`, `--base-url`. Options it cannot honour are refused: `--log-file` (the
+job always logs to `index/logs/sync.log`, rotated) and `--systemd` off Linux.
+`schedule --status`, `--uninstall` and `--check` live in sync/schedule_manage.py.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,6 +64,8 @@ class ScheduleResult:
     instructions: list[str] = field(default_factory=list)
     undo: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Which cookie source the job can sign in with unattended (schedule_manage.cookie_advice).
+    notes: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         out = [f"wrote {self.snippet}:", f"  {self.cron_line}"]
@@ -70,7 +81,8 @@ class ScheduleResult:
             out.append("  (or rerun with --install)")
         out.append("to undo:")
         out += [f"  {line}" for line in self.undo]
-        out += [f"warning: {w}" for w in self.warnings]
+        out += wrapped(self.notes)
+        out += wrapped(f"warning: {w}" for w in self.warnings)
         return out
 
     def to_json(self) -> dict[str, object]:
@@ -85,8 +97,18 @@ class ScheduleResult:
             "already_installed": self.already_installed,
             "instructions": self.instructions,
             "undo": self.undo,
+            "cookies": self.notes,
             "warnings": self.warnings,
         }
+
+
+def wrapped(texts: Iterable[str], width: int = 80) -> list[str]:
+    """Prose lines wrapped for an 80-column terminal (commands and paths stay whole)."""
+    return [
+        line
+        for text in texts
+        for line in textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=False)
+    ]
 
 
 def parse_time(text: str) -> tuple[int, int]:
@@ -106,6 +128,24 @@ def executable_argv(python: str | None = None) -> list[str]:
     return [str(interpreter.absolute()), "-m", "pplx_export"]
 
 
+def schedule_key(archive_root: Path, accounts: Sequence[str] = ()) -> str:
+    """8 hex digits naming one archive + account set (unit names)."""
+    root = str(archive_root.expanduser().absolute())
+    text = root + "\0" + ",".join(sorted(accounts))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+def unit_name(archive_root: Path, accounts: Sequence[str] = ()) -> str:
+    return f"{UNIT_NAME}-{schedule_key(archive_root, accounts)}"
+
+
+def cron_marker(archive_root: Path, accounts: Sequence[str] = ()) -> str:
+    """The comment line above our crontab entry: the archive, and the accounts when the job
+    is narrowed to some (none: every configured account)."""
+    root = archive_root.expanduser().absolute()
+    return f"{MARKER} {root}" + (f" (accounts {','.join(accounts)})" if accounts else "")
+
+
 def sync_command(
     *,
     config: Path | None,
@@ -113,6 +153,7 @@ def sync_command(
     cookies_from: str | None = None,
     cookies_file: Path | None = None,
     python: str | None = None,
+    extra: Sequence[str] = (),
 ) -> SyncCommand:
     root = archive_root.expanduser().absolute()
     log_file = root / "index" / "logs" / LOG_NAME
@@ -124,7 +165,7 @@ def sync_command(
         argv += ["--cookies-from", cookies_from]
     if cookies_file is not None:
         argv += ["--cookies", str(cookies_file.expanduser().absolute())]
-    argv += ["-q", "--log-file", str(log_file)]
+    argv += [*extra, "-q", "--log-file", str(log_file)]
     return SyncCommand(argv, log_file)
 
 
@@ -260,11 +301,12 @@ def install_cron(installer: Installer, marker: str, line: str) -> bool:
     return True
 
 
-def install_systemd(installer: Installer, service: str, timer: str) -> bool:
+def install_systemd(installer: Installer, name: str, service: str, timer: str) -> bool:
     """Copy the units, reload, enable the timer. False when the units were already current."""
     unit_dir = installer.unit_dir or default_unit_dir()
     changed = False
-    for name, text in ((f"{UNIT_NAME}.service", service), (f"{UNIT_NAME}.timer", timer)):
+    unit = name
+    for name, text in ((f"{unit}.service", service), (f"{unit}.timer", timer)):
         path = unit_dir / name
         try:
             same = path.read_text(encoding="utf-8") == text
@@ -273,7 +315,7 @@ def install_systemd(installer: Installer, service: str, timer: str) -> bool:
         if not same:
             atomic_write_text(path, text)
             changed = True
-    for args in (["daemon-reload"], ["enable", "--now", f"{UNIT_NAME}.timer"]):
+    for args in (["daemon-reload"], ["enable", "--now", f"{unit}.timer"]):
         argv = [*installer.systemctl, *args]
         done = _run(argv)
         if done.returncode != 0:
@@ -292,22 +334,28 @@ def run_schedule(
     cookies_file: Path | None = None,
     installer: Installer | None = None,
     python: str | None = None,
+    accounts: Sequence[str] = (),
+    extra: Sequence[str] = (),
 ) -> ScheduleResult:
-    """Write the snippet (and units), optionally install them; see the module doc."""
+    """Write the snippet (and units), optionally install them; see the module doc.
+    `accounts`: the job's `--account` (none: every configured account); `extra`: further
+    sync options for the job."""
     hour, minute = parse_time(time)
+    account_args = [arg for name in accounts for arg in ("--account", name)]
     cmd = sync_command(
         config=config,
         archive_root=archive_root,
         cookies_from=cookies_from,
         cookies_file=cookies_file,
         python=python,
+        extra=[*account_args, *extra],
     )
     if any("\n" in a or "\r" in a for a in cmd.argv):
         raise UsageError("a path with a line break cannot go into a crontab or a unit file")
     root = archive_root.expanduser().absolute()
     index = root / "index"
     line = cron_line(cmd, hour, minute)
-    marker = f"{MARKER} {root}"
+    marker = cron_marker(root, accounts)
     snippet = index / SNIPPET_NAME
     atomic_write_text(
         snippet,
@@ -319,16 +367,17 @@ def run_schedule(
     (index / "logs").mkdir(parents=True, exist_ok=True)
     result = ScheduleResult(time=f"{hour:02d}:{minute:02d}", cron_line=line, snippet=snippet)
     installer = installer or Installer()
+    name = unit_name(root, accounts)
     if systemd:
         service, timer = service_unit(cmd), timer_unit(hour, minute)
-        result.service = index / "systemd" / f"{UNIT_NAME}.service"
-        result.timer = index / "systemd" / f"{UNIT_NAME}.timer"
+        result.service = index / "systemd" / f"{name}.service"
+        result.timer = index / "systemd" / f"{name}.timer"
         atomic_write_text(result.service, service)
         atomic_write_text(result.timer, timer)
         unit_dir = installer.unit_dir or default_unit_dir()
         sysctl = shlex.join(installer.systemctl)
         if install:
-            result.already_installed = not install_systemd(installer, service, timer)
+            result.already_installed = not install_systemd(installer, name, service, timer)
             result.installed = "systemd"
         else:
             result.instructions = [
@@ -336,12 +385,12 @@ def run_schedule(
                 f"cp {shlex.quote(str(result.service))} {shlex.quote(str(result.timer))} "
                 f"{shlex.quote(str(unit_dir))}/",
                 f"{sysctl} daemon-reload",
-                f"{sysctl} enable --now {UNIT_NAME}.timer",
+                f"{sysctl} enable --now {name}.timer",
             ]
         result.undo = [
-            f"{sysctl} disable --now {UNIT_NAME}.timer",
-            f"rm {shlex.quote(str(unit_dir / (UNIT_NAME + '.service')))} "
-            f"{shlex.quote(str(unit_dir / (UNIT_NAME + '.timer')))}",
+            f"pplx-export schedule --uninstall   # or: {sysctl} disable --now {name}.timer",
+            f"rm {shlex.quote(str(unit_dir / (name + '.service')))} "
+            f"{shlex.quote(str(unit_dir / (name + '.timer')))}",
         ]
     else:
         if install:
@@ -351,14 +400,61 @@ def run_schedule(
             result.instructions = [
                 f"(crontab -l 2>/dev/null; cat {shlex.quote(str(snippet))}) | crontab -"
             ]
-        result.undo = [f"crontab -e   # delete the line after {marker!r}"]
+        result.undo = [
+            "pplx-export schedule --uninstall",
+            f"(or crontab -e, and delete the line after {marker!r})",
+        ]
     return result
 
 
+def job_options(opts: RunOptions, on_failure: str | None, healthcheck_url: str | None) -> list[str]:
+    """The sync options the job needs to do what this `schedule` invocation was told."""
+    from pplx_export.net import DEFAULT_BASE_URL
+
+    cfg = opts.config
+    extra: list[str] = []
+    if opts.lang != cfg.language(None):
+        extra += ["--lang", opts.lang]
+    if opts.flavor != cfg.flavor(None):
+        extra += ["--flavor", opts.flavor]
+    if on_failure is not None:
+        extra += ["--on-failure", on_failure]
+    if healthcheck_url is not None:
+        extra += ["--healthcheck-url", healthcheck_url]
+    if opts.base_url != DEFAULT_BASE_URL:
+        extra += ["--base-url", opts.base_url]
+    return extra
+
+
+def refuse_unhonourable(opts: RunOptions, *, systemd: bool) -> None:
+    """Options `schedule` cannot pass on to the job: a usage error, not silence."""
+    if opts.log_file is not None:
+        raise UsageError(
+            "schedule: the job always logs to <archive>/index/logs/sync.log (rotated, with "
+            "the -v header); --log-file cannot be passed on"
+        )
+    if systemd and not sys.platform.startswith("linux"):
+        raise UsageError(f"--systemd: systemd user timers exist on Linux only, not {sys.platform}")
+
+
+def scheduled_accounts(opts: RunOptions) -> list[str]:
+    return [opts.account.name] if opts.account_given else []
+
+
 def run_schedule_command(
-    opts: RunOptions, *, time: str, systemd: bool, install: bool
+    opts: RunOptions,
+    *,
+    time: str,
+    systemd: bool,
+    install: bool,
+    on_failure: str | None = None,
+    healthcheck_url: str | None = None,
+    installer: Installer | None = None,
 ) -> ScheduleResult:
-    """`schedule` for the invocation's config, archive and cookie source."""
+    """`schedule` for the invocation's config, archive, accounts and cookie source."""
+    from pplx_export.sync.schedule_manage import cookie_advice, other_kind_installed
+
+    refuse_unhonourable(opts, systemd=systemd)
     cfg = opts.config
     result = run_schedule(
         config=cfg.path if cfg.exists else None,
@@ -368,10 +464,21 @@ def run_schedule_command(
         install=install,
         cookies_from=opts.cookies_from,
         cookies_file=opts.cookies_file,
+        installer=installer,
+        accounts=scheduled_accounts(opts),
+        extra=job_options(opts, on_failure, healthcheck_url),
     )
     if not cfg.exists:
         result.warnings.append(
             f"no config at {cfg.path}: the job runs without one (degraded mode); "
             "`pplx-export init` writes it"
         )
+    result.notes = cookie_advice(opts.out, opts.cookies_from, opts.cookies_file)
+    if install:
+        other = other_kind_installed(opts.out, installer or Installer(), systemd=systemd)
+        if other:
+            result.warnings.append(
+                f"{other} also runs sync for this archive: two schedules for one archive run "
+                "twice (one waits for the other's lock); `schedule --uninstall` removes both"
+            )
     return result

@@ -10,6 +10,11 @@ Detail tiers (`-v` is the shared verbose count), the same in the table and in `-
     -v    + the next batch's to-do list (uuid, title, kind)
     -vv   + the errors' titles and failure times; done threads per archive mode
     -vvv  + every index row with its plan class and state status
+
+Staleness (issue 32): an account whose last successful `sync` (`index/sync_runs.json`, else
+its last index refresh) is older than the schedule's interval plus a day (`STALE_AFTER_S`),
+or that was never synced at all, is listed under `stale_accounts` and warned about;
+`status --check` then exits 1, for a monitor to call.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from pplx_export.archive.library_index import (
 from pplx_export.archive.raw_check import find_damaged
 from pplx_export.archive.scan import scan_thread_dirs
 from pplx_export.archive.state import BatchState
+from pplx_export.archive.sync_runs import load_runs
 from pplx_export.config import Config
 from pplx_export.parse.mode import row_archive_mode
 from pplx_export.sync.index import FULL_REMINDER_RUNS, read_index_state
@@ -42,6 +48,28 @@ from pplx_export.util.lenient import as_str
 from pplx_export.util.timefmt import format_utc, parse_time
 
 MODE_ORDER = ("search", "deep-research", "computer", "council", "study")
+SCHEDULE_INTERVAL_S = 86400  # `schedule` runs sync once a day
+STALE_AFTER_S = SCHEDULE_INTERVAL_S + 86400
+
+
+def _last_sync(
+    acc: dict[str, Any], runs: dict[str, dict[str, str]], now: datetime
+) -> dict[str, Any]:
+    """When the account last synced successfully, and whether that is too long ago."""
+    rec = runs.get(acc["account"], {})
+    stamp, source = rec.get("last_ok_at", ""), "sync"
+    if not stamp and acc["index"]["age_source"] == "config":
+        stamp, source = acc["index"]["extracted_at"], "index"
+    moment = parse_time(stamp) if stamp else None
+    age = None if moment is None else (now - moment).total_seconds()
+    stale = acc["configured"] and (age is None or age > STALE_AFTER_S)
+    return {
+        "last_ok_at": stamp,
+        "source": source if stamp else "",
+        "age_seconds": None if age is None else round(age),
+        "last_result": rec.get("last_result", ""),
+        "stale": bool(stale),
+    }
 
 
 def _accounts(root: Path, config: Config) -> list[str]:
@@ -217,6 +245,10 @@ def collect_status(
         ],
     }
     doc.update(upkeep_status(root, state))
+    runs = load_runs(root)
+    for acc in accounts:
+        acc["last_sync"] = _last_sync(acc, runs, now)
+    doc["stale_accounts"] = [acc["account"] for acc in accounts if acc["last_sync"]["stale"]]
     return doc
 
 
@@ -292,8 +324,17 @@ def _accounts_table(doc: dict[str, Any], console: Console, say: Callable[[str], 
         if idx["full_index_due"]:
             say(
                 f"{acc['account']}: {idx['incremental_runs_since_full']} incremental index runs "
-                "since the last full one; run `pplx-export index --full`"
+                "since the last full sweep; the next `sync` sweeps when it is due"
             )
+        last = acc.get("last_sync") or {}
+        if last.get("stale"):
+            when = (
+                f"last successful sync {_age_text(last['age_seconds'])} ago"
+                if last["last_ok_at"]
+                else "never synced"
+            )
+            result = f" (last run: {last['last_result']})" if last["last_result"] else ""
+            say(f"WARNING {acc['account']}: {when}{result}; is the schedule running?")
 
 
 def _details(doc: dict[str, Any], say: Callable[[str], None]) -> None:
