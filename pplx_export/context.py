@@ -46,3 +46,5 @@ class RunOptions:
     # One pacer and set of counters for every session of the invocation (see
     # perplexity.session.runtime_for); created on first use.
     runtime: NetRuntime | None = None
+    # `--write-responses DIR` (debug): every request/response pair of the run, redacted.
+    write_responses: Path | None = None

@@ -85,9 +85,15 @@ def test_every_form_is_exported_and_an_unknown_one_is_loud_until_it_is_read(
     result = e2e.cli("batch")
     assert result.exit_code == 0, result.output
     # One warning line per loss, naming the thread and the turn.
-    lost = [line for line in result.stderr.splitlines() if "content not read" in line]
+    warnings = [ln for ln in result.stderr.splitlines() if ln.startswith("WARNING")]
+    lost = [line for line in warnings if "content not read" in line]
     assert len(lost) == 2 and all(UUIDS["unknown-shape"][:8] in line for line in lost)
     assert all("turn 1" in line and "Traceback" not in line for line in lost)
+    # The summary names the thread and the command that makes a bundle of it (issue 36).
+    url = f"https://www.perplexity.ai/search/{UUIDS['unknown-shape']}"
+    capture = f"  pplx-export capture {url}"
+    assert "threads: 1 with content not read" in result.stderr
+    assert capture in result.stderr.splitlines()
 
     for name, needle in [
         ("object-text", "citric acid"),
@@ -121,6 +127,10 @@ def test_every_form_is_exported_and_an_unknown_one_is_loud_until_it_is_read(
     verify = e2e.offline("verify")
     assert verify.exit_code == 4, verify.output
     assert "content not read" in verify.stdout and "turn 1" in verify.stdout
+    assert capture in verify.stdout.splitlines()
+    rerender = e2e.offline("re-render", "--jobs", "1", "--dry-run")
+    assert "1 thread(s) with content not read" in rerender.stderr
+    assert capture in rerender.stderr.splitlines()
 
     # The parser learns the shape: a re-render shows the answer and clears every report.
     _reads_the_new_shape(monkeypatch)

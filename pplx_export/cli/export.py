@@ -50,6 +50,17 @@ main.add_command(search)  # cli/find.py
 main.add_command(verify)
 
 
+def write_responses_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`--write-responses DIR` (debug): the run's redacted request/response pairs."""
+    return click.option(
+        "--write-responses",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        metavar="DIR",
+        help="Debug: keep every request/response of the run in DIR, redacted as by `capture`.",
+    )(func)
+
+
 @main.command()
 @click.option(
     "--check",
@@ -145,9 +156,16 @@ def index(opts: RunOptions, full: bool, as_json: bool) -> None:
 @main.command()
 @click.argument("threads", nargs=-1, required=True)
 @click.option("--force", is_flag=True, help="Export even when lastUpdated is unchanged.")
+@write_responses_option
 @json_option
 @render_options
-def export(opts: RunOptions, threads: tuple[str, ...], force: bool, as_json: bool) -> None:
+def export(
+    opts: RunOptions,
+    threads: tuple[str, ...],
+    force: bool,
+    write_responses: Path | None,
+    as_json: bool,
+) -> None:
     """Export threads given as URLs or UUIDs.
 
     A URL is /search/<uuid>, /search/<title>-<22-character id> (threads made before
@@ -156,8 +174,58 @@ def export(opts: RunOptions, threads: tuple[str, ...], force: bool, as_json: boo
     """
     from pplx_export.sync.batch import run_export
 
+    opts.write_responses = write_responses
     result = run_export(opts, list(threads), force=force)
     _report_batch(result, as_json=as_json, quiet=opts.quiet)
+
+
+@main.command()
+@click.argument("threads", nargs=-1)
+@click.option("--listing", is_flag=True, help="Also capture one page of the library listing.")
+@click.option("--space", metavar="SLUG", default=None, help="Also capture a space's first page.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The bundle: a .zip, or a new folder. Default: ./pplx-capture-<time>.zip",
+)
+@click.option(
+    "--keep-content",
+    is_flag=True,
+    help="Keep the text of questions and answers (default: only its length and shape).",
+)
+@json_option
+@shared_options(writes=False, lang=False)
+def capture(
+    opts: RunOptions,
+    threads: tuple[str, ...],
+    listing: bool,
+    space: str | None,
+    output: Path | None,
+    keep_content: bool,
+    as_json: bool,
+) -> None:
+    """Record what exporting THREADS sends and gets, redacted, for a bug report.
+
+    The bundle holds every request and response in order (no cookies, tokens, e-mails,
+    ids, names or URL signatures), the tool's version, what the parser made of each
+    thread and its Markdown. Nothing is written to the archive.
+    """
+    from pplx_export.sync.capture import run_capture
+
+    result = run_capture(
+        opts,
+        list(threads),
+        listing=listing,
+        space=space,
+        output=output,
+        keep_content=keep_content,
+    )
+    if as_json:
+        emit_json(result.to_json())
+    elif not opts.quiet:
+        click.echo("\n".join(result.lines()), err=True)
 
 
 def _report_batch(result: BatchSummary | Plan, *, as_json: bool, quiet: bool) -> None:
@@ -222,13 +290,17 @@ def batch_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @main.command()
 @batch_options
+@write_responses_option
 @every_account_render_options
-def batch(opts: RunOptions, dry_run: bool, as_json: bool, **filters: Any) -> None:
+def batch(
+    opts: RunOptions, dry_run: bool, as_json: bool, write_responses: Path | None, **filters: Any
+) -> None:
     """Export new and updated threads from the index (incremental, resumable; every account
     unless --account)."""
     from pplx_export.sync.batch import BatchFilters, run_batch
     from pplx_export.sync.every_account import plan_accounts, run_batch_accounts
 
+    opts.write_responses = write_responses
     chosen = BatchFilters(**filters)
     if chosen.space is not None:  # one space's listing: one run, whoever's threads
         _report_batch(run_batch(opts, chosen, dry_run=dry_run), as_json=as_json, quiet=opts.quiet)
@@ -269,6 +341,7 @@ def batch(opts: RunOptions, dry_run: bool, as_json: bool, **filters: Any) -> Non
     default=None,
     help="Ping URL on success, URL/fail on failure (config healthcheck_url).",
 )
+@write_responses_option
 @json_option
 @every_account_render_options
 def sync(
@@ -278,6 +351,7 @@ def sync(
     refresh_spaces: bool,
     on_failure: str | None,
     healthcheck_url: str | None,
+    write_responses: Path | None,
     as_json: bool,
 ) -> None:
     """The cron command: index, then batch, for every account (then the deletion check, if
@@ -285,6 +359,7 @@ def sync(
     from pplx_export.sync.every_account import run_sync_accounts
     from pplx_export.sync.notify import notify_for, notifying
 
+    opts.write_responses = write_responses
     with notifying(notify_for(opts, on_failure, healthcheck_url)):
         outcome = run_sync_accounts(
             opts, full=full, check_deleted=check_deleted, refresh_spaces=refresh_spaces

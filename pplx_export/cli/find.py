@@ -169,9 +169,17 @@ def search(
     "--fix", "fix_problems", is_flag=True, help="Re-render stale threads, re-index, sweep."
 )
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="Only the first N threads.")
+@click.option(
+    "--drift",
+    "drift_only",
+    is_flag=True,
+    help="List every unknown shape with its first thread and the `capture` command.",
+)
 @json_option
 @offline_render_options
-def verify(opts: RunOptions, fix_problems: bool, limit: int | None, as_json: bool) -> None:
+def verify(
+    opts: RunOptions, fix_problems: bool, limit: int | None, drift_only: bool, as_json: bool
+) -> None:
     """Zero network: check the archive is whole, current and searchable.
 
     thread.json and raw files parse; derived files equal a fresh render; the assets
@@ -192,6 +200,14 @@ def verify(opts: RunOptions, fix_problems: bool, limit: int | None, as_json: boo
             on_progress=bar.advance,
         )
     remaining = len(report.remaining)
+    if drift_only:
+        # The drift report alone: a warning, not a problem, so the exit code stays 0.
+        if as_json:
+            doc = report.to_json()
+            emit_json({k: doc[k] for k in ("root", "threads", "schema_drift")})
+        else:
+            sys.stdout.write("\n".join(report.drift_lines()) + "\n")
+        return
     if not as_json:
         sys.stdout.write("\n".join(report.lines()) + "\n")
     report_run(

@@ -66,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
         "PERSISTED_QUERY_NOT_FOUND), both (the old behaviour), graphql (REST answers 404)",
     )
     parser.add_argument(
+        "--replay",
+        type=Path,
+        default=None,
+        metavar="BUNDLE",
+        help="answer every request from a `pplx-export capture` bundle (folder or .zip)",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="store_true", help="log each request (method, path) to stderr"
     )
     return parser
@@ -100,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             log_requests=args.verbose,
             extra_accounts=extra,
             listing=args.listing,
+            replay=args.replay,
         )
     except (FaultSpecError, FileNotFoundError, ValueError) as exc:
         print(f"emulator: {exc}", file=sys.stderr)

@@ -41,6 +41,7 @@ from pplx_export.emulator.http import AbortStream, Request, Response, error, jso
 from pplx_export.emulator.library import Library
 from pplx_export.emulator.routes import upkeep as upkeep_routes
 from pplx_export.emulator.routes.control import mutate
+from pplx_export.util.bundle import Replay, body_bytes
 
 JSON = dict[str, Any]
 
@@ -68,9 +69,12 @@ class EmulatorServer(ThreadingHTTPServer):
         library: Library,
         config: EmulatorConfig,
         faults: FaultSpec,
+        replay: Replay | None = None,
     ) -> None:
         super().__init__(address, EmulatorHandler)
         self.app = Emulator(library, config, faults)
+        # `--replay BUNDLE`: every request is answered from a capture bundle's recording.
+        self.replay = replay
         host, port = self.server_address[:2]
         self.app.base_url = f"http://{host!s}:{port}"
 
@@ -190,6 +194,12 @@ class EmulatorHandler(BaseHTTPRequestHandler):
         # Keep blank values: a cursor that decodes to "" must be seen, not dropped.
         query = parse_qs(split.query, keep_blank_values=True)
         body = self._read_body()
+        replay = cast(EmulatorServer, self.server).replay
+        if replay is not None and not path.startswith(("/__emulator/stats", "/__emulator/reset")):
+            answer = self._replayed(replay, method, split.path, split.query, body)
+            if answer.status:  # status 0: dropped, as the recording was
+                self._send(answer)
+            return
         if path.startswith("/__emulator/"):
             self._send(self._control(method, path, split.path, body))
             return
@@ -240,6 +250,30 @@ class EmulatorHandler(BaseHTTPRequestHandler):
             return Response(200, CHALLENGE_HTML, "text/html; charset=utf-8"), False
         return None, decision.kind == "truncate"
 
+    def _replayed(
+        self, replay: Replay, method: str, path: str, query: str, body: bytes
+    ) -> Response:
+        """The recorded answer to a request (no cookie needed: a bundle holds none)."""
+        self.app.stats.count(method, unquote(path))
+        recorded = replay.find(method, path, query, body)
+        if recorded is None:
+            return error(404, "NOT_IN_CAPTURE", "the bundle recorded no such request", path=path)
+        if "error" in recorded:
+            self._drop()  # the recording ended in a network error
+            return Response(0)
+        headers = {
+            k: str(v)
+            for k, v in (recorded.get("headers") or {}).items()
+            if k not in ("content-type", "content-length", "server")
+        }
+        content_type = str((recorded.get("headers") or {}).get("content-type") or "")
+        return Response(
+            int(recorded.get("status") or 200),
+            replay.rewrite_hosts(body_bytes(recorded), self.app.base_url),
+            content_type or "application/json",
+            headers,
+        )
+
     # -- control endpoints (never faulted, never counted except file downloads) ----------
 
     def _control(self, method: str, path: str, raw_path: str, body: bytes) -> Response:
@@ -281,6 +315,7 @@ def make_server(
     log_requests: bool = False,
     extra_accounts: dict[str, tuple[str, str]] | None = None,
     listing: str = DEFAULT_LISTING,
+    replay: Path | str | None = None,
 ) -> EmulatorServer:
     lib = (
         library
@@ -301,7 +336,8 @@ def make_server(
     )
     if listing not in LISTING_MODES:
         raise ValueError(f"listing must be one of {', '.join(LISTING_MODES)}, not {listing!r}")
-    return EmulatorServer((host, port), lib, config, spec)
+    recorded = Replay.load(Path(replay)) if replay is not None else None
+    return EmulatorServer((host, port), lib, config, spec, recorded)
 
 
 class RunningEmulator:
@@ -358,6 +394,7 @@ def run_emulator(
     session_token: str = DEFAULT_TOKEN,
     extra_accounts: dict[str, tuple[str, str]] | None = None,
     listing: str = DEFAULT_LISTING,
+    replay: Path | str | None = None,
 ) -> Iterator[RunningEmulator]:
     """Serve on 127.0.0.1:<free port> in a background thread for the duration of the block."""
     server = make_server(
@@ -371,6 +408,7 @@ def run_emulator(
         session_token=session_token,
         extra_accounts=extra_accounts,
         listing=listing,
+        replay=replay,
     )
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True

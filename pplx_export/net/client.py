@@ -244,13 +244,18 @@ class ApiClient:
                 method, url, json=body, headers=self._headers(), timeout=self._timeout(timeout)
             )
             started = time.monotonic()
+            recorder = self.runtime.recorder
             try:
                 response = self._http.send(request)
             except httpx.RequestError as exc:
                 detail = redact_text(str(exc))
                 reason = f"network error: {type(exc).__name__}{': ' + detail if detail else ''}"
+                if recorder is not None:
+                    recorder.record(request, error=reason)
                 return Verdict("retry", error=TransportError(reason, endpoint=endpoint))
             log.debug("%s -> %d (%.2f s)", shown, response.status_code, time.monotonic() - started)
+            if recorder is not None:
+                recorder.record(request, response)
             self._roll_cookies(response)
             return self._classify(response, endpoint)
 
@@ -297,6 +302,9 @@ class ApiClient:
             ) from None
         try:
             log.debug("%s %s -> %d (stream)", method, safe_url(url), response.status_code)
+            if self.runtime.recorder is not None:
+                # The request and the status: the stream itself is not kept.
+                self.runtime.recorder.record(request, response, content=b"")
             if not 200 <= response.status_code < 300:
                 response.read()
                 verdict = self._classify(response, endpoint)
@@ -359,10 +367,20 @@ class ApiClient:
             ) as response:
                 status = response.status_code
                 log.debug("%s -> %d (download)", endpoint, status)
+                recorder = self.runtime.recorder
                 if 200 <= status < 300:
+                    kept = bytearray() if recorder is not None else None
                     for chunk in response.iter_bytes(DOWNLOAD_CHUNK):
                         fh.write(chunk)
+                        if kept is not None:
+                            kept += chunk
+                    if recorder is not None:
+                        recorder.record(
+                            response.request, response, content=bytes(kept or b""), cdn=True
+                        )
                     return Verdict("ok")
+                if recorder is not None:
+                    recorder.record(response.request, response, content=response.read(), cdn=True)
                 return _download_verdict(status, endpoint)
         except httpx.RequestError as exc:
             return Verdict(

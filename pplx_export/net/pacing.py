@@ -20,7 +20,10 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pplx_export.net.record import Recorder
 
 log = logging.getLogger("pplx_export.net")
 
@@ -130,6 +133,9 @@ class NetRuntime:
         self.rng = rng or random.Random()
         self.pacer = Pacer(min_interval, self.clock, self.rng)
         self.stats = RequestStats()
+        # `capture` and `--write-responses`: every request of the run is recorded here
+        # (net.record.Recorder; None: nothing is recorded).
+        self.recorder: Recorder | None = None
         self._failures = 0
         self._lock = threading.Lock()
 

@@ -32,6 +32,7 @@ from pplx_export.net.cookies import (
     write_cache,
 )
 from pplx_export.net.pacing import Clock, NetRuntime
+from pplx_export.net.record import response_writer
 from pplx_export.net.useragent import user_agent_headers
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.util.lenient import as_dict, as_str
@@ -43,6 +44,8 @@ def runtime_for(opts: RunOptions, *, clock: Clock | None = None) -> NetRuntime:
     """The invocation's shared network runtime, created on first use."""
     if opts.runtime is None:
         opts.runtime = NetRuntime(min_interval=opts.config.network.min_interval, clock=clock)
+        if opts.write_responses is not None:
+            opts.runtime.recorder = response_writer(opts.write_responses)
     return opts.runtime
 
 
@@ -111,6 +114,8 @@ def _api_for(
         opts.config.network, base_url=opts.base_url, headers=headers
     )
     client = ApiClient(settings, runtime, cookies=cs.cookies, http=http, transport=transport)
+    if runtime.recorder is not None:
+        runtime.recorder.hold(cs.cookies)  # what the recording must never contain
     return PerplexityAPI(client, cookies=cs)
 
 

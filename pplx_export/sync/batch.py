@@ -40,6 +40,7 @@ from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.library import ListingRun, listing_order
 from pplx_export.perplexity.session import open_session
 from pplx_export.sync.assemble import default_engine
+from pplx_export.sync.capture_hint import drift_json, hint_lines
 from pplx_export.sync.export import (
     Exporter,
     parse_thread_ref,
@@ -76,6 +77,11 @@ class BatchSummary:
     requests: int = 0
     elapsed: float = 0.0
     failures: list[tuple[str, str]] = field(default_factory=list)  # (uuid, reason)
+    # Threads with content not read (losses) and with unknown shapes (schema drift); the
+    # first of either, (uuid, url), is named with the capture hint.
+    lossy: int = 0
+    unknown: int = 0
+    first_drift: tuple[str, str] | None = None
     # `sync --check-deleted`: the deletion check's document and summary line.
     deleted_check: JSON | None = None
     deleted_check_line: str = ""
@@ -95,7 +101,25 @@ class BatchSummary:
         }
         if self.deleted_check is not None:
             doc["deleted_check"] = self.deleted_check
+        if self.first_drift is not None:
+            doc["drift"] = drift_json(self.lossy, self.unknown, *self.first_drift)
         return doc
+
+    def note_drift(self, drifted: list[tuple[str, str, bool, bool]]) -> None:
+        """Count an exporter's threads with losses or unknown shapes; keep the first."""
+        for uuid, url, lossy, unknown in drifted:
+            self.lossy += lossy
+            self.unknown += unknown
+            if self.first_drift is None:
+                self.first_drift = (uuid, url)
+
+    def drift_lines(self, width: int = 80) -> list[str]:
+        if self.first_drift is None:
+            return []
+        parts = [f"{self.lossy} with content not read"] if self.lossy else []
+        parts += [f"{self.unknown} with unknown shapes"] if self.unknown else []
+        what = "threads: " + ", ".join(parts)
+        return hint_lines(what, *self.first_drift, width=width)
 
     def line(self, width: int = 80) -> str:
         """The summary, non-zero counts only, wrapped to `width` columns (then the deletion
@@ -113,8 +137,10 @@ class BatchSummary:
         ]
         parts = [f"{n} {label}" for n, label in counts if n] or ["nothing to do"]
         text = f"batch: {', '.join(parts)}; {self.requests} requests, {self.elapsed:.1f}s"
-        wrapped = "\n".join(textwrap.wrap(text, width, subsequent_indent="  "))
-        return f"{wrapped}\n{self.deleted_check_line}" if self.deleted_check_line else wrapped
+        lines = textwrap.wrap(text, width, subsequent_indent="  ") + self.drift_lines(width)
+        if self.deleted_check_line:
+            lines.append(self.deleted_check_line)
+        return "\n".join(lines)
 
 
 def _sweep_index(opts: RunOptions) -> None:
@@ -390,6 +416,7 @@ def _run_items(
         summary.requests = api.requests_made - before
         summary.elapsed = time.monotonic() - started
         summary.variant_hits = exporter.variant_hits
+        summary.note_drift(exporter.drifted)
         if own:
             api.close()
 

@@ -72,6 +72,9 @@ class Exporter:
     # first export: the next `re-render --changed-only` then skips those threads instead of
     # rendering them again.
     rendered: RenderState | None = None
+    # Threads with losses or unknown shapes, in export order: (web uuid, url, with losses,
+    # with unknown shapes). The run's summary names the first (sync/capture_hint.py).
+    drifted: list[tuple[str, str, bool, bool]] = field(default_factory=list)
 
     def folder_for(self, author: str) -> str:
         """protocol §6.1: the author's display name from the account registry, else the name.
@@ -103,6 +106,11 @@ class Exporter:
             exported_at=format_utc(now),
         )
         _log_parse_notes(web_uuid, conv.warnings)
+        drift = conv.drift.counts
+        if drift:
+            log.info("thread %s: unknown shapes: %s", web_uuid[:8], ", ".join(sorted(drift)))
+        if drift or conv.losses:
+            self.drifted.append((web_uuid, conv.url, bool(conv.losses), bool(drift)))
         folder = self.folder_for(conv.author)
         if self.dirs is None:
             self.dirs = ThreadDirs.build(self.root)  # once per run, kept current from here

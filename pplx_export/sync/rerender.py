@@ -33,6 +33,7 @@ from pplx_export.archive.render_state import RenderState, is_fresh
 from pplx_export.context import RunOptions
 from pplx_export.errors import DiskFull, UsageError
 from pplx_export.sync.assemble import Engine, default_engine, preload_engine
+from pplx_export.sync.capture_hint import drift_json, hint_lines
 from pplx_export.sync.progress import progress_reporter
 from pplx_export.sync.rerender_outcome import ThreadOutcome
 from pplx_export.util.jsontypes import JSON
@@ -59,6 +60,7 @@ class RerenderSummary:
     redacted_tokens: int = 0
     variant_hits: int = 0
     lossy: int = 0  # threads with content the parser did not read (§9.1)
+    first_lossy: tuple[str, str] | None = None  # (web uuid, url) of the first of them
     failures: list[tuple[str, str]] = field(default_factory=list)
     elapsed: float = 0.0
     dry_run: bool = False
@@ -73,6 +75,8 @@ class RerenderSummary:
         self.redacted_tokens += o.redacted_tokens
         self.variant_hits += len(o.variant_hits)
         self.lossy += bool(o.losses)
+        if self.first_lossy is None and o.lossy_thread is not None:
+            self.first_lossy = o.lossy_thread
         if o.status == "failed":
             self.failures.append((o.rel, o.error))
         self.would_change += [(f"{o.rel}/{name}", "write") for name in o.would_write]
@@ -100,6 +104,8 @@ class RerenderSummary:
         }
         if self.dry_run:
             doc["would_change"] = [{"path": p, "action": a} for p, a in self.would_change]
+        if self.first_lossy is not None:
+            doc["drift"] = drift_json(self.lossy, 0, *self.first_lossy)
         return doc
 
     def line(self) -> str:
@@ -118,7 +124,11 @@ class RerenderSummary:
         if self.lossy:
             parts.append(f"{self.lossy} with content not read (see the warnings)")
         text = "re-render: " + ", ".join(parts) + f" in {self.elapsed:.1f}s"
-        return "\n".join(textwrap.wrap(text, 80, subsequent_indent="  "))
+        lines = textwrap.wrap(text, 80, subsequent_indent="  ")
+        if self.first_lossy is not None:
+            what = f"{self.lossy} thread(s) with content not read"
+            lines += hint_lines(what, *self.first_lossy)
+        return "\n".join(lines)
 
 
 def rerender(

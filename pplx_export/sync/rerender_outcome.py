@@ -30,6 +30,8 @@ class ThreadOutcome:
     # Set when the count differs from thread.json's before this render (a parser that now
     # reads a shape clears it): the parent then updates the batch state for `status`.
     losses_changed: tuple[str, int] | None = None  # (web uuid, new count)
+    # The thread's (web uuid, url) when it has losses: the report names the first.
+    lossy_thread: tuple[str, str] | None = None
     fingerprint: JSON | None = None  # the new render_state record, when it changed
     disk_full: str = ""  # the file a full disk refused: the whole run stops (see rerender)
     # Dry run only: the files (relative to the thread) that would be rewritten / removed.

@@ -229,6 +229,8 @@ def _rerender_thread(
         would_write=list(result.written) if dry_run else [],
         would_remove=list(result.removed) if dry_run else [],
     )
+    if conv.losses:
+        outcome.lossy_thread = (web_uuid, conv.url)
     if not dry_run and int(doc.get("losses") or 0) != len(conv.losses):
         outcome.losses_changed = (web_uuid, len(conv.losses))
     if not dry_run:

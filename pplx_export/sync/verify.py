@@ -44,6 +44,7 @@ from pplx_export.context import RunOptions
 from pplx_export.errors import ArchiveError, SchemaError, UsageError
 from pplx_export.search import index as search_index
 from pplx_export.sync.assemble import default_engine, preload_engine, render_files
+from pplx_export.sync.capture_hint import capture_command, hint_lines, thread_url
 from pplx_export.util.atomic import TEMP_PREFIX, read_with_stat
 from pplx_export.util.jsontext import loads
 
@@ -80,6 +81,8 @@ class ThreadCheck:
     rel: str
     problems: list[Problem] = field(default_factory=list)
     drift: dict[str, int] = field(default_factory=dict)
+    uuid: str = ""  # the thread's web uuid and URL, once its thread.json is read
+    url: str = ""
 
     def add(self, kind: str, detail: str, where: str = "") -> None:
         self.problems.append(Problem(kind, where or self.rel, detail))
@@ -91,7 +94,8 @@ class DriftItem:
     value: str
     count: int = 0
     threads: int = 0
-    example: str = ""
+    example: str = ""  # the first thread's directory
+    first: tuple[str, str] = ("", "")  # its (web uuid, url)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,6 +104,8 @@ class DriftItem:
             "count": self.count,
             "threads": self.threads,
             "example": self.example,
+            "first": thread_url(*self.first) if self.first[0] else "",
+            "capture": capture_command(*self.first) if self.first[0] else "",
         }
 
 
@@ -111,6 +117,10 @@ class VerifyReport:
     drift: dict[str, DriftItem] = field(default_factory=dict)
     fixed: list[str] = field(default_factory=list)  # what --fix did, one line each
     elapsed: float = 0.0
+    # The first thread with a loss or an unknown shape, (web uuid, url): named with the
+    # capture hint; and how many threads have either.
+    first_drift: tuple[str, str] | None = None
+    drifted: int = 0
 
     @property
     def remaining(self) -> list[Problem]:
@@ -132,6 +142,7 @@ class VerifyReport:
             "fixed": self.fixed,
             "schema_drift": [d.to_json() for d in self._drift_sorted()],
             "elapsed": round(self.elapsed, 3),
+            **({"capture": capture_command(*self.first_drift)} if self.first_drift else {}),
         }
 
     def _drift_sorted(self) -> list[DriftItem]:
@@ -164,6 +175,22 @@ class VerifyReport:
                 "pplx-export\nthat reads the shape shows it after `re-render` (please report "
                 "the shape)"
             )
+        if self.first_drift is not None:
+            what = f"{self.drifted} thread(s) with content not read or unknown shapes"
+            out += hint_lines(what, *self.first_drift)
+        return out
+
+    def drift_lines(self) -> list[str]:
+        """`verify --drift`: every unknown value with its first thread and the command that
+        makes a bundle of that thread for a bug report."""
+        if not self.drift:
+            return [f"schema drift: none in {self.threads} threads"]
+        out = [f"schema drift: {len(self.drift)} unknown value(s) in {self.threads} threads"]
+        for d in self._drift_sorted():
+            out.append(f"  {d.kind} {d.value!r}: {d.count}x in {d.threads} thread(s); first:")
+            out.append(f"    {d.example}")
+            if d.first[0]:
+                out.append(f"    {capture_command(*d.first)}")
         return out
 
 
@@ -251,6 +278,8 @@ def _check_thread(check: ThreadCheck, root: Path, rel: str, lang: str, flavor: s
         doc = None
     elif isinstance(web_uuid, str) and not name.endswith("_" + uuid8(web_uuid)):
         check.add("thread_json", f"thread.json names thread {web_uuid}, not this directory's")
+    if isinstance(web_uuid, str):
+        check.uuid, check.url = web_uuid, str(doc.get("url") or "") if doc else ""
     plain = _json(check, base, RAW_ENTRIES, "raw")
     blocks = None
     if os.path.exists(base + RAW_BLOCKS):
@@ -418,9 +447,14 @@ def verify(
         on_total(len(rels))
     for check in _checks(root, rels, lang, flavor, jobs):
         report.problems.extend(check.problems)
+        if check.drift or any(p.kind == "loss" for p in check.problems):
+            report.drifted += 1
+            if report.first_drift is None:
+                report.first_drift = (check.uuid, check.url)
         for key, n in check.drift.items():
             kind, _, value = key.partition(":")
-            item = report.drift.setdefault(key, DriftItem(kind, value, example=check.rel))
+            new = DriftItem(kind, value, example=check.rel, first=(check.uuid, check.url))
+            item = report.drift.setdefault(key, new)
             item.count += n
             item.threads += 1
         if on_progress:
