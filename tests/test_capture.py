@@ -173,6 +173,8 @@ def test_the_emulator_replays_the_bundle_to_the_same_archive_byte_for_byte(
         cookies = tmp_path / "cookies.json"
         cookies.write_text('{"__Secure-next-auth.session-token": "any"}', "utf-8")
         archive = tmp_path / "archive"
+        config = tmp_path / "config.toml"  # no pacing: the emulator is on loopback
+        config.write_text("[network]\nmin_interval = 0\nbackoff_cap = 0\n", "utf-8")
         urls = [t["url"] for t in doc["threads"]]
         result = CliRunner().invoke(
             main,
@@ -185,6 +187,8 @@ def test_the_emulator_replays_the_bundle_to_the_same_archive_byte_for_byte(
                 str(archive),
                 "--base-url",
                 emu.base_url,
+                "--config",
+                str(config),
             ],
             catch_exceptions=False,
         )
@@ -266,8 +270,10 @@ def test_write_responses_keeps_a_whole_run_redacted(
     with run_emulator(planted, session_token=SECRET_TOKEN) as emu:
         cookies = tmp_path / "cookies.json"
         cookies.write_text(json.dumps(emu.cookies), "utf-8")
+        config = tmp_path / "config.toml"  # no pacing: the emulator is on loopback
+        config.write_text("[network]\nmin_interval = 0\nbackoff_cap = 0\n", "utf-8")
         common = ["--cookies", str(cookies), "--out", str(tmp_path / "a")]
-        common += ["--base-url", emu.base_url]
+        common += ["--base-url", emu.base_url, "--config", str(config)]
         if command == "batch":
             assert CliRunner().invoke(main, ["index", *common]).exit_code == 0
         args = [THREADS["search"]] if command == "export" else []
