@@ -8,16 +8,20 @@ import logging
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.paths import safe_folder
 from pplx_export.context import RunOptions
 from pplx_export.errors import ArchiveError, UsageError
-from pplx_export.search import index as search_index
 from pplx_export.search.query import Filters, SearchResult, search
 from pplx_export.search.schema import SCHEMA_VERSION, connect_ro, db_path, schema_version
 from pplx_export.sync.progress import progress_reporter
+
+if TYPE_CHECKING:
+    # The index builder (extract, the parser, the renderer's text) costs ~80 ms to import:
+    # a search that finds its index in place never loads it.
+    from pplx_export.search.index import IndexStats
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +43,7 @@ class SearchRequest:
 class SearchOutcome:
     root: Path
     result: SearchResult | None = None
-    rebuilt: search_index.IndexStats | None = None
+    rebuilt: IndexStats | None = None
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -50,6 +54,8 @@ class SearchOutcome:
 
 
 def _build(opts: RunOptions, outcome: SearchOutcome) -> None:
+    from pplx_export.search import index as search_index
+
     # A search that finds the index missing rebuilds it: that one write needs the lock.
     with (
         archive_lock(opts.out, opts.held_locks),
@@ -135,6 +141,8 @@ DEMO_QUERY = "tides"  # in the bundled sample library ("How do tides work?")
 
 def demo_search(root: Path, query: str = DEMO_QUERY) -> str:
     """For `demo`: build the archive's search index and show a search that finds something."""
+    from pplx_export.search import index as search_index
+
     stats = search_index.rebuild(root, jobs=1)  # a small archive; no fork in the demo
     conn = connect_ro(db_path(root))
     try:
