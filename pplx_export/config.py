@@ -8,6 +8,7 @@ and line.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pplx_export.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from tomlkit.toml_document import TOMLDocument
@@ -282,9 +285,69 @@ def _parse_error(path: Path, message: str, line: int | None = None) -> str:
     return f"cannot parse config file {path}{place}: {message.rstrip('. ')}"
 
 
+# Every key this version reads (or writes: the machine-managed sections), by table; None
+# for a table whose keys are names (accounts, index_state) or that another module owns.
+_KNOWN: dict[str, frozenset[str] | None] = {
+    "": frozenset(
+        {
+            "default_account",
+            "archive_root",
+            "render_language",
+            "render_flavor",
+            "auto_commit",
+            "auto_push",
+            "user_agent",
+            "on_failure",
+            "healthcheck_url",
+            "full_index_days",
+            "accounts",
+            "bot_space",
+            "network",
+            "index_state",
+            "models",
+            "last_export",  # the earlier tool's; kept, unread
+        }
+    ),
+    "accounts.*": frozenset({"display_name", "email", "user_id"}),
+    "bot_space": frozenset({"uuid", "slug", "title"}),
+    "network": frozenset({"min_interval", "max_retries", "backoff_cap", "timeout", "listing"}),
+}
+
+
+def _unknown_keys(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(where, key) of every key no table of this version knows."""
+    found: list[tuple[str, str]] = []
+    tables: list[tuple[str, str, Any]] = [("", "", data)]
+    tables += [(t, t, data.get(t)) for t in ("bot_space", "network")]
+    accounts = data.get("accounts")
+    if isinstance(accounts, dict):
+        tables += [("accounts.*", f"accounts.{n}", a) for n, a in accounts.items()]
+    for known_at, where, table in tables:
+        known = _KNOWN[known_at]
+        if not isinstance(table, dict) or known is None:
+            continue
+        found += [(where, key) for key in table if key not in known]
+    return found
+
+
+def _warn_unknown(data: dict[str, Any], path: Path) -> None:
+    """A warning per unknown key, naming the nearest known one: a misspelt setting
+    (`archive_roots`, `[netwrok]`) would otherwise be ignored without a word."""
+    import difflib
+
+    for where, key in _unknown_keys(data):
+        known_at = "accounts.*" if where.startswith("accounts.") else where
+        candidates = sorted(_KNOWN[known_at] or ())
+        near = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
+        name = f"[{where}] {key}" if where else (f"[{key}]" if isinstance(data[key], dict) else key)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        log.warning("%s: unknown setting %s, ignored%s", path, name, hint)
+
+
 def _from_data(cfg: Config, data: dict[str, Any]) -> Config:
     """`cfg` with the settings of `data` (the file's decoded TOML), each checked."""
     path = cfg.path
+    _warn_unknown(data, path)
     cfg.default_account = _str(data, "default_account", path)
     cfg.archive_root = _str(data, "archive_root", path)
     cfg.render_language = _str(data, "render_language", path) or "en"

@@ -46,5 +46,8 @@ class RunOptions:
     # One pacer and set of counters for every session of the invocation (see
     # perplexity.session.runtime_for); created on first use.
     runtime: NetRuntime | None = None
+    # The session cookie values the run signed in with: auto-commit refuses any file that
+    # holds one (sync/autocommit.py).
+    secrets: set[str] = field(default_factory=set)
     # `--write-responses DIR` (debug): every request/response pair of the run, redacted.
     write_responses: Path | None = None

@@ -5,7 +5,8 @@
     ├── ConfigError (2)
     ├── ArchiveError (1)          a file in the archive could not be read or written safely
     │   ├── ArchiveBusy (5)          another run holds the archive's lock (try again later)
-    │   └── DiskFull (1)             ENOSPC / EDQUOT: the run stops at once, nothing is lost
+    │   ├── DiskFull (1)             ENOSPC / EDQUOT: the run stops at once, nothing is lost
+    │   └── CommitFailed (1)         auto_commit was due and git did not commit (files on disk)
     ├── SchemaError (1)          a payload could not be parsed at all (names thread + JSON path)
     ├── Interrupted (130)
     └── ApiError (1)             every error that came back from (or on the way to) the API
@@ -70,6 +71,10 @@ class DiskFull(ArchiveError):
         if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
             return cls(str(exc.filename or ""))
         return None
+
+
+class CommitFailed(ArchiveError):
+    """auto_commit: the export is on disk but the commit recording it did not happen."""
 
 
 class SchemaError(PplxError):

@@ -167,6 +167,11 @@ def test_find_thread_dirs_checks_identity(tmp_path: Path) -> None:
         ("CON.pdf", "CON_.pdf"),  # still reserved on Windows with the suffix after it
         ("aux.tar.gz", "aux_.tar.gz"),
         ("com1", "com1_"),
+        ("COM¹.pdf", "COM¹_.pdf"),  # superscript digits count on Windows too
+        ("lpt³", "lpt³_"),
+        ("nul .txt", "nul_.txt"),
+        ("CONOUT$.log", "CONOUT_.log"),  # `$` is replaced anyway
+        ("com10.pdf", "com10.pdf"),
         ("console.txt", "console.txt"),
         ("report.pdf", "report.pdf"),
         (".hidden.md", "hidden.md"),

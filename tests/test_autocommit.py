@@ -140,3 +140,101 @@ def test_a_cookie_cache_is_never_committed(tmp_path: Path) -> None:
     assert result.committed
     assert "index/.cookies.json" not in git(root, "ls-files").splitlines()
     assert "index/.cookies.json" in (root / ".gitignore").read_text("utf-8")
+
+
+# ---------------------------------------------------------------- issue 33: no secret, loud
+
+
+def _archive_with(tmp_path: Path, emu: RunningEmulator, **extra: str) -> tuple[Path, list[str]]:
+    """An archive that is its own git repo, with the cookie file kept inside it."""
+    out = tmp_path / "archive"
+    init_repo(out)
+    config = tmp_path / "config.toml"
+    config.write_text(
+        'default_account = "alice"\nauto_commit = true\nauto_push = true\n\n[accounts.alice]\n'
+        f'email = "{DEFAULT_EMAIL}"\n\n[network]\nmin_interval = 0\nbackoff_cap = 0\n',
+        encoding="utf-8",
+    )
+    cookies = out / "my-session.json"  # no name the .gitignore knows
+    cookies.write_text(json.dumps(emu.cookies), encoding="utf-8")
+    common = ["--config", str(config), "--cookies", str(cookies), "--out", str(out)]
+    common += ["--base-url", emu.base_url, *extra.values()]
+    return out, common
+
+
+def test_a_cookie_file_inside_the_archive_never_reaches_git(tmp_path: Path) -> None:
+    with run_emulator() as emu:
+        out, common = _archive_with(tmp_path, emu)
+        logfile = out / "run.txt"
+        result = _cli([*common, "--log-file", str(logfile)], "sync")
+        assert result.exit_code == 0, result.output
+        token = emu.cookies["__Secure-next-auth.session-token"]
+        assert commits(out) and token not in git(out, "log", "-p", "--all")
+        tracked = git(out, "ls-files").splitlines()
+        assert "my-session.json" not in tracked and "run.txt" not in tracked
+        assert "not committing" in result.stderr and "my-session.json" in result.stderr
+
+
+def test_a_cookie_jar_is_recognised_by_content_whatever_its_name(tmp_path: Path) -> None:
+    root = tmp_path / "a"
+    init_repo(root)
+    (root / "alice").mkdir()
+    netscape = "# Netscape HTTP Cookie File\n.perplexity.ai\tTRUE\t/\tTRUE\t0\t"
+    (root / "alice" / "jar.txt").write_text(
+        netscape + "__Secure-next-auth.session-token\tabcdefghijklmnop\n", "utf-8"
+    )
+    (root / "alice" / "list.json").write_text(
+        json.dumps([{"name": "__Secure-pplx.session.u1", "value": "v" * 20}]), "utf-8"
+    )
+    (root / "alice" / "x.md").write_text("x", encoding="utf-8")
+    result = commit_archive(root, "sync")
+    assert result.committed
+    assert sorted(result.unstaged) == ["alice/jar.txt", "alice/list.json"]
+    assert git(root, "ls-files").split() == [".gitignore", "alice/x.md"]
+
+
+def test_a_file_holding_the_session_value_aborts_the_commit(tmp_path: Path) -> None:
+    root = tmp_path / "a"
+    init_repo(root)
+    (root / "alice").mkdir()
+    (root / "alice" / "x.md").write_text("x", encoding="utf-8")
+    (root / "alice" / "pasted.md").write_text("my token is s3cret-session-value!", "utf-8")
+    result = commit_archive(root, "sync", secrets={"s3cret-session-value"})
+    assert result.failed and not result.committed
+    assert "alice/pasted.md holds the session cookie value" in result.warning
+    assert git(root, "diff", "--cached", "--name-only") == ""
+    with pytest.raises(subprocess.CalledProcessError):
+        git(root, "rev-parse", "HEAD")  # no commit at all
+
+
+def test_a_stale_index_lock_is_removed_and_the_commit_happens(tmp_path: Path) -> None:
+    root = tmp_path / "a"
+    init_repo(root)
+    (root / "x.md").write_text("x", encoding="utf-8")
+    (root / ".git" / "index.lock").write_text("", encoding="utf-8")  # a killed git's
+    result = commit_archive(root, "sync")
+    assert result.committed and not result.failed, result.warning
+    assert not (root / ".git" / "index.lock").exists()
+
+
+def test_a_failed_commit_fails_the_run_and_status_says_so(tmp_path: Path) -> None:
+    with run_emulator() as emu:
+        out, common = _archive_with(tmp_path, emu)
+        hook = out / ".git" / "hooks" / "pre-commit"
+        hook.write_text("#!/bin/sh\necho 'error: the hook says no' >&2\nexit 1\n", "utf-8")
+        hook.chmod(0o755)
+        result = _cli([*common, "-q"], "sync")
+        assert result.exit_code == 1
+        assert "auto_commit" in result.stderr and "commit failed" in result.stderr
+        config_and_out = common[:2] + common[4:6]
+        status = _cli(config_and_out, "status", "--json")
+        doc = json.loads(status.stdout)
+        assert doc["auto_commit"]["failed"] is True
+        assert "auto-commit FAILED" in _cli(config_and_out, "status").stdout
+        hook.unlink()
+        again = _cli(common, "sync")
+        assert again.exit_code == 0, again.output
+        assert commits(out)
+        assert json.loads(_cli(config_and_out, "status", "--json").stdout)["auto_commit"][
+            "committed"
+        ]

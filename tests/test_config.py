@@ -234,3 +234,31 @@ def test_default_path_agrees_with_platformdirs(
         monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
     expected = Path(platformdirs.user_config_dir("pplx-export")) / "config.toml"
     assert default_config_path() == expected
+
+
+def test_an_unknown_key_is_a_warning_naming_the_nearest_known_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        'archive_roots = "/x"\n[netwrok]\nmin_interval = 0\n[network]\nmin_intervall = 0\n'
+        '[accounts.alice]\nemial = "a@b.c"\n[bot_space]\nfrobnicate = 1\n',
+        encoding="utf-8",
+    )
+    with caplog.at_level(logging.WARNING, logger="pplx_export.config"):
+        cfg = load_config(path)
+    lines = [r.getMessage() for r in caplog.records]
+    assert f"{path}: unknown setting archive_roots, ignored (did you mean 'archive_root'?)" in lines
+    assert f"{path}: unknown setting [netwrok], ignored (did you mean 'network'?)" in lines
+    assert any("[network] min_intervall" in ln and "'min_interval'" in ln for ln in lines)
+    assert any("[accounts.alice] emial" in ln and "'email'" in ln for ln in lines)
+    assert any(ln.endswith("[bot_space] frobnicate, ignored") for ln in lines)
+    assert len(lines) == 5
+    assert cfg.archive_root == ""  # still ignored: the value is not guessed
+
+
+def test_the_example_config_has_no_unknown_key(caplog: pytest.LogCaptureFixture) -> None:
+    example = Path(__file__).resolve().parent.parent / "config.example.toml"
+    with caplog.at_level(logging.WARNING, logger="pplx_export.config"):
+        load_config(example)
+    assert caplog.records == []

@@ -23,8 +23,10 @@ from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.archive.sweep import sweep_temp_files, sweep_unfinished_dirs
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 from tests.e2e_support import (
+    CLI,
     E2E,
     FIXTURES,
+    REPO,
     fixture_threads,
     leftover_temp_files,
     redacted,
@@ -213,3 +215,73 @@ def test_sweep_temp_files_removes_torn_writes_only(tmp_path: Path) -> None:
         "chart.png",
         "thread.json",
     ]
+
+
+def _searchable_after_kills(tmp_path: Path, threads: int, kills: int) -> None:
+    """SIGKILL a sync of `threads` generated threads `kills` times at random moments, then
+    one sync: every thread marked ok is in the search index and `verify` finds nothing."""
+    import sqlite3
+
+    from benchmarks.rerender import generate
+    from pplx_export.search.schema import db_path
+
+    rng = random.Random(SEED)
+    generate(tmp_path / "library", threads)
+    with run_emulator(tmp_path / "library", page_size=50) as emu:
+        env = E2E(emu, tmp_path / "run")
+        env.tmp.mkdir()
+        env.write_files(DEFAULT_EMAIL)
+        # Each run has `touched` threads to export again (a new turn, a new date directory);
+        # the kill lands within how long the last uninterrupted run took.
+        touched = max(3, threads // 6)
+        window = _calibrate(env) * touched / threads
+        uuids = sorted(emu.library.threads)
+        done = runs = 0
+        while done < kills:
+            runs += 1
+            assert runs <= 4 * kills + 10, f"only {done} kills in {runs} runs"
+            for uuid in rng.sample(uuids, touched):
+                emu.mutate(touch=uuid)
+            emu.reset_stats()
+            proc = env.popen("sync")
+            try:
+                _wait_first_request(env, proc, time.monotonic() + PATIENCE)
+                started = time.monotonic()
+                deadline = started + rng.uniform(0, window)
+                while proc.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.002)
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGKILL)
+                    done += 1
+                else:
+                    window = time.monotonic() - started  # how long a whole run takes now
+            finally:
+                proc.wait(timeout=PATIENCE)
+        final = subprocess.run(env.argv("sync"), capture_output=True, timeout=PATIENCE, check=False)
+        assert final.returncode == 0, final.stderr.decode()[-3000:]
+        state = env.state()
+        ok = {r["dir"] for r in state.values() if r["status"] == "ok"}
+        assert len(ok) == threads
+        conn = sqlite3.connect(db_path(env.out))
+        try:
+            indexed = {row[0] for row in conn.execute("SELECT dir FROM threads")}
+        finally:
+            conn.close()
+        assert sorted(ok - indexed) == []
+        offline = ["--config", str(env.config), "--out", str(env.out)]
+        verify = subprocess.run(
+            [sys.executable, "-c", CLI, "verify", "--json", *offline],
+            cwd=REPO,
+            capture_output=True,
+            timeout=PATIENCE,
+            check=False,
+        )
+        doc = json.loads(verify.stdout)
+        assert doc["problems"] == [], doc["problems"][:5]
+
+
+@pytest.mark.slow
+def test_a_hundred_kills_of_a_200_thread_sync_leave_every_done_thread_searchable(
+    tmp_path: Path,
+) -> None:
+    _searchable_after_kills(tmp_path, threads=200, kills=100)

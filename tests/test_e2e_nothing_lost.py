@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,8 @@ from click.testing import CliRunner
 from pplx_export.cli.export import main
 from pplx_export.emulator import DEFAULT_EMAIL, parse_faults, run_emulator
 from pplx_export.emulator.faults import FaultPlan
+from pplx_export.search import index as search_index
+from pplx_export.search.schema import db_path
 from tests.e2e_support import (
     E2E,
     FIXTURES,
@@ -66,11 +70,21 @@ def test_a_full_disk_stops_the_batch_with_one_line_and_the_rerun_completes(
             raise OSError(errno.ENOSPC, "No space left on device")
         real_replace(src, dst)
 
+    real_open = search_index.open_for_update
+
+    def index_full(root: Path) -> Any:
+        if calls["n"] >= 5:  # the search index fills up first
+            raise sqlite3.OperationalError("database or disk is full")
+        return real_open(root)
+
     with run_emulator(FIXTURES, page_size=100) as emu:
         env = _fresh(tmp_path, emu)
+        assert env.offline("search", "--rebuild").exit_code == 0  # an index, still empty
         monkeypatch.setattr(os, "replace", replace)
+        monkeypatch.setattr(search_index, "open_for_update", index_full)
         result = env.cli("batch")
         monkeypatch.setattr(os, "replace", real_replace)
+        monkeypatch.setattr(search_index, "open_for_update", real_open)
         assert result.exit_code == 1
         errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1, result.stderr
@@ -82,6 +96,13 @@ def test_a_full_disk_stops_the_batch_with_one_line_and_the_rerun_completes(
         state = env.state()
         assert {r["status"] for r in state.values()} == {"ok"}
         assert set(state) == set(fixture_threads())
+        # Every thread done is searchable, and verify finds nothing to report.
+        conn = sqlite3.connect(db_path(env.out))
+        indexed = {row[0] for row in conn.execute("SELECT dir FROM threads")}
+        conn.close()
+        assert {r["dir"] for r in state.values()} <= indexed
+        verify = env.offline("verify", "--json")
+        assert json.loads(verify.stdout)["problems"] == []
 
 
 def test_a_429_storm_stops_the_batch_early_with_state_saved(tmp_path: Path) -> None:

@@ -212,5 +212,9 @@ def test_sync_does_the_weekly_full_sweep_itself(
     assert result.exit_code == 0, result.output
     assert "index alice: the last full sweep is older than 1 days" in caplog.text
     assert "index --full" not in caplog.text
-    state = tomlkit.parse(config.read_text("utf-8")).unwrap()["index_state"]["alice"]
-    assert state["last_full_index_at"] > old and state["incremental_runs_since_full"] == 0
+    # The counters now live in the archive; the config keeps the old ones, untouched.
+    state = json.loads((tmp_path / "out" / "index" / "index_state.json").read_text("utf-8"))
+    assert state["alice"]["last_full_index_at"] > old
+    assert state["alice"]["incremental_runs_since_full"] == 0
+    kept = tomlkit.parse(config.read_text("utf-8")).unwrap()["index_state"]["alice"]
+    assert kept["incremental_runs_since_full"] == 12

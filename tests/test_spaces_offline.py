@@ -88,9 +88,13 @@ def test_hostile_names_and_bad_files(tmp_path: Path) -> None:
     )
     write_index(root, "alice", [index_row(uid(1), "A | B", evil)])
     (root / "index" / "library_bob.json").write_text("{not json", "utf-8")  # corrupt
+    (root / "index" / "space_garden.json").write_text("{torn", "utf-8")  # damaged listing
     code, _out, err = cli("spaces", "--out", str(root))
     assert code == 0, err
     assert "library_bob.json" in err and "corrupt" in err
+    # A damaged space listing says how to get it back.
+    assert "space_garden.json is unreadable" in err
+    assert "`pplx-export space-index https://www.perplexity.ai/spaces/garden` fetches it" in err
     assert (root / "index" / "library_bob.json").read_text("utf-8") == "{not json"  # kept as is
     names = sorted(p.name for p in (root / "spaces").iterdir())
     assert names == ["_.._escape.md", "index.md", "no-space.md", "spaces.json"]

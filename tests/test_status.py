@@ -193,6 +193,7 @@ def test_status_json_cli(archive: tuple[Path, Path], no_network: None) -> None:
     assert doc["verbosity"] == 1
     assert set(doc) == {
         *("archive", "now", "verbosity", "accounts", "state", "errors", "losses"),
+        "versions",
         *("tombstoned", "credit_usage", "damaged", "stale_accounts"),
     }
     assert by_account(doc)["alice"]["next_batch"]["todo"][0]["title"] == "Brand new [draft]"

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomlkit
 
 from pplx_export.archive.library_index import (
     ROW_KEYS,
@@ -276,27 +275,46 @@ def test_index_state_bookkeeping_and_reminder(
 ) -> None:
     path = tmp_path / "config.toml"
     path.write_text(CONFIG)
+    before = path.read_bytes()
+    root = tmp_path / "archive"
     cfg = load_config(path)
-    assert not record_index_run(cfg, "alice", full=True, now=NOW)
-    state = read_index_state(load_config(path), "alice")
+    assert not record_index_run(root, "alice", full=True, now=NOW, config=cfg)
+    state = read_index_state(root, "alice", load_config(path))
     assert state.extracted_at == state.last_full_index_at == "2041-05-06T07:08:09Z"
     assert state.incremental_runs_since_full == 0
 
     with caplog.at_level(logging.WARNING, logger="pplx_export"):
-        dues = [record_index_run(cfg, "alice", full=False, now=NOW) for _ in range(10)]
+        dues = [record_index_run(root, "alice", full=False, now=NOW) for _ in range(10)]
     assert dues == [False] * 9 + [True]
     assert "index --full" not in caplog.text  # no nag: `sync` sweeps by itself (issue 32)
-    text = path.read_text()
-    assert "# my settings" in text and "# keep me" in text
-    doc = tomlkit.parse(text).unwrap()
-    assert doc["index_state"]["alice"]["incremental_runs_since_full"] == 10
-    assert doc["index_state"]["alice"]["last_full_index_at"] == "2041-05-06T07:08:09Z"
+    # The counters live in the archive; the user's config file is never rewritten.
+    assert path.read_bytes() == before
+    doc = json.loads((root / "index" / "index_state.json").read_text("utf-8"))
+    assert doc["alice"]["incremental_runs_since_full"] == 10
+    assert doc["alice"]["last_full_index_at"] == "2041-05-06T07:08:09Z"
 
     later = datetime(2041, 6, 1, tzinfo=UTC)
-    assert not record_index_run(cfg, "alice", full=True, now=later)
-    state = read_index_state(load_config(path), "alice")
+    assert not record_index_run(root, "alice", full=True, now=later)
+    state = read_index_state(root, "alice")
     assert state.incremental_runs_since_full == 0
     assert state.last_full_index_at == "2041-06-01T00:00:00Z"
+
+
+def test_counters_an_earlier_version_kept_in_the_config_are_read_and_left_there(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        CONFIG + '\n[index_state.alice]\nextracted_at = "2041-01-01T00:00:00Z"\n'
+        "incremental_runs_since_full = 4\n"
+    )
+    before = path.read_bytes()
+    cfg = load_config(path)
+    root = tmp_path / "archive"
+    assert read_index_state(root, "alice", cfg).incremental_runs_since_full == 4
+    record_index_run(root, "alice", full=False, now=NOW, config=cfg)
+    assert read_index_state(root, "alice", cfg).incremental_runs_since_full == 5
+    assert path.read_bytes() == before
 
 
 def test_degraded_mode_never_creates_a_config_file(tmp_path: Path) -> None:
@@ -304,7 +322,7 @@ def test_degraded_mode_never_creates_a_config_file(tmp_path: Path) -> None:
     assert cfg.degraded
     update_library_index(tmp_path, "default", iter([row(1)]), full=True, now=NOW, config=cfg)
     assert not cfg.path.exists()
-    assert read_index_state(cfg, "default").extracted_at == "2041-05-06T07:08:09Z"
+    assert read_index_state(tmp_path, "default", cfg).extracted_at == "2041-05-06T07:08:09Z"
 
 
 def test_failed_listing_does_not_count_as_a_run(tmp_path: Path) -> None:
@@ -319,6 +337,7 @@ def test_failed_listing_does_not_count_as_a_run(tmp_path: Path) -> None:
     with pytest.raises(ConnectionError):
         update_library_index(tmp_path, "alice", broken(), full=False, now=NOW, config=cfg)
     assert "index_state" not in path.read_text()
+    assert not (tmp_path / "index" / "index_state.json").exists()
     assert not index_path(tmp_path, "alice").exists()
 
 
@@ -352,9 +371,10 @@ def test_sync_sweeps_the_whole_listing_when_the_last_full_sweep_is_old(tmp_path:
     path = tmp_path / "config.toml"
     path.write_text(CONFIG)
     cfg = load_config(path)
-    assert not full_sweep_due(cfg, "alice", NOW)  # never indexed: the first walk is whole
-    record_index_run(cfg, "alice", full=True, now=NOW)
-    assert not full_sweep_due(cfg, "alice", NOW + timedelta(days=6))
-    assert full_sweep_due(cfg, "alice", NOW + timedelta(days=8))
+    root = tmp_path / "archive"
+    assert not full_sweep_due(root, cfg, "alice", NOW)  # never indexed: the first walk is whole
+    record_index_run(root, "alice", full=True, now=NOW)
+    assert not full_sweep_due(root, cfg, "alice", NOW + timedelta(days=6))
+    assert full_sweep_due(root, cfg, "alice", NOW + timedelta(days=8))
     cfg.full_index_days = 0  # never
-    assert not full_sweep_due(cfg, "alice", NOW + timedelta(days=80))
+    assert not full_sweep_due(root, cfg, "alice", NOW + timedelta(days=80))

@@ -92,3 +92,30 @@ def release_inherited_lock() -> None:
         if target.endswith(suffix):
             with contextlib.suppress(OSError):
                 os.close(int(name))
+
+
+@contextlib.contextmanager
+def archive_read_lock(root: Path) -> Iterator[None]:
+    """For a reader that must not see a run's work half done (`verify`): wait while a run
+    holds the archive's lock, then hold it shared for the block (no run starts meanwhile).
+
+    Opens the lock file read-only and never creates it: a read-only archive (a backup, a
+    snapshot) is read unlocked, as is one whose lock file does not exist (no run ever
+    wrote it, so none is running)."""
+    if fcntl is None:
+        yield
+        return
+    try:
+        fd = os.open(Path(root) / "index" / LOCK_NAME, os.O_RDONLY)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("another pplx-export run is writing to %s; waiting for it to finish", root)
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)

@@ -96,6 +96,7 @@ def merge_thread_dir(src: Path, dst: Path, web_uuid: str) -> MergeResult:
             ", ".join(failures),
         )
         return result
+    _sync_new_dirs(dst, result.copied)
     _retire(src)
     result.removed_src = True
     log.info(
@@ -107,6 +108,18 @@ def merge_thread_dir(src: Path, dst: Path, web_uuid: str) -> MergeResult:
         len(result.conflicts),
     )
     return result
+
+
+def _sync_new_dirs(dst: Path, copied: list[str]) -> None:
+    """fsync the parent of every directory the copies may have created (dst itself,
+    assets/, assets/files/): each copy is durable in its directory, but a directory made
+    for it exists only once its own entry is, and the old directory is about to go."""
+    dirs = {dst}
+    for rel in copied:
+        parts = rel.split("/")[:-1]
+        dirs.update(dst.joinpath(*parts[: n + 1]) for n in range(len(parts)))
+    for parent in sorted({d.parent for d in dirs}, key=lambda p: len(p.parts), reverse=True):
+        fsync_dir(parent)
 
 
 def _retire(src: Path) -> None:

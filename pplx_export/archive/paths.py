@@ -39,8 +39,10 @@ _SLUG_BAD = re.compile(r"[^\w-]+")
 _STEM_BAD = re.compile(r"[^\w.-]+")
 _UUID_BAD = re.compile(r"[^0-9A-Za-z-]")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-# Windows reserves these device names whatever follows the first dot (`CON.pdf`, `aux.tar.gz`).
-_WIN_RESERVED = re.compile(r"con|prn|aux|nul|com[0-9]|lpt[0-9]", re.IGNORECASE)
+# Windows reserves these device names whatever follows the first dot (`CON.pdf`, `aux.tar.gz`),
+# with spaces before the dot too (`nul .txt`); COM and LPT take the superscript digits ¹²³ as
+# well as 0-9 (`COM¹.pdf`), and the console has CONIN$ and CONOUT$.
+_WIN_RESERVED = re.compile(r"(?:con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$) *", re.I)
 # What counts as a file extension worth keeping when a long name is cut.
 _EXT = re.compile(r"\.[0-9A-Za-z]{1,16}$")
 

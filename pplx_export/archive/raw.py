@@ -127,3 +127,47 @@ def redact_tokens(obj: Any) -> tuple[Any, int]:
 
 def dump_raw(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False).encode("utf-8")
+
+
+# The signature parameters of a signed URL (CloudFront, S3, GCS): a credential for whoever
+# holds the link, valid for hours. A stored raw file keeps the URL (it says which file) and
+# drops the signature, as it drops a write token. (util/bundle.SIGNATURE_PARAMS, spelt out:
+# archive/ does not import from the bundle format.)
+SIGNATURE_PARAMS = (
+    "signature",
+    "x-amz-signature",
+    "x-amz-credential",
+    "x-amz-security-token",
+    "x-goog-signature",
+    "x-goog-credential",
+    "key-pair-id",
+    "policy",
+    "sig",
+    "token",
+)
+SIGNATURE_REDACTED = b"REDACTED"
+_SIGNATURE_KEYS = frozenset(p.encode() for p in SIGNATURE_PARAMS)
+# A URL with a query, as it stands in JSON text (no quote, backslash or space in it; nor the
+# `)` or `]` that closes a Markdown link around it).
+_URL_QUERY = re.compile(rb"(https?://[^\s\"'<>\\?]+\?)([^\s\"'<>\\#)\]]+)")
+
+
+def redact_signatures(data: bytes) -> tuple[bytes, int]:
+    """`data` with the value of every signature parameter of a signed URL replaced (the URL
+    and its other parameters kept), and the count."""
+    count = 0
+    if b"://" not in data:
+        return data, 0
+
+    def query(m: re.Match[bytes]) -> bytes:
+        nonlocal count
+        pairs = m.group(2).split(b"&")
+        for i, pair in enumerate(pairs):
+            key, eq, value = pair.partition(b"=")
+            if eq and value != SIGNATURE_REDACTED and key.lower() in _SIGNATURE_KEYS:
+                pairs[i] = key + b"=" + SIGNATURE_REDACTED
+                count += 1
+        return m.group(1) + b"&".join(pairs)
+
+    out = _URL_QUERY.sub(query, data)
+    return out, count

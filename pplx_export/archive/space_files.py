@@ -139,7 +139,14 @@ def load_listing(root: Path, slug: str) -> SpaceListing | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"space listing {path} is unreadable ({exc})") from None
+        raise ValueError(f"space listing {path} is unreadable ({exc}); {_refetch(path)}") from None
+
+
+def _refetch(path: Path) -> str:
+    """The hint for a damaged listing: the command that fetches it again (it is derived
+    from the space on Perplexity, so nothing is lost by replacing it)."""
+    slug = path.stem.removeprefix(LISTING_PREFIX)
+    return f"`pplx-export space-index https://www.perplexity.ai/spaces/{slug}` fetches it again"
 
 
 def iter_listings(root: Path) -> tuple[list[SpaceListing], list[str]]:
@@ -155,7 +162,9 @@ def iter_listings(root: Path) -> tuple[list[SpaceListing], list[str]]:
         try:
             listings.append(_parse_listing(path))
         except (OSError, ValueError, UnicodeDecodeError) as exc:
-            problems.append(f"space listing {path} is unreadable ({exc}); left out")
+            problems.append(
+                f"space listing {path} is unreadable ({exc}); left out; {_refetch(path)}"
+            )
     return listings, problems
 
 

@@ -329,6 +329,7 @@ class BatchState:
         now: datetime | None = None,
         note: str = "",
         losses: int = 0,
+        versions: int = 0,
     ) -> None:
         record: Record = {
             "status": "ok",
@@ -342,6 +343,8 @@ class BatchState:
             record["note"] = note[:ERROR_MAX]
         if losses:  # turns that lost content to a shape this version does not read (§9.1)
             record["losses"] = losses
+        if versions:  # earlier versions kept in the thread's history/ (archive/history.py)
+            record["versions"] = versions
         self._set(uuid, record)
 
     def set_losses(self, uuid: str, losses: int) -> bool:

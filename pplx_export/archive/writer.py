@@ -20,12 +20,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pplx_export.archive import assets as asset_files
+from pplx_export.archive import history
 from pplx_export.archive.migrate import merge_thread_dir, sweep_trash
 from pplx_export.archive.paths import ensure_inside, find_thread_dirs, thread_dir
 from pplx_export.archive.raw import (
     RAW_BLOCKS,
     RAW_ENTRIES,
     dump_raw,
+    redact_signatures,
     redact_token_bytes,
     redact_tokens,
 )
@@ -52,6 +54,7 @@ log = logging.getLogger(__name__)
 REPORT_SOURCE = "assets/report_body.md"
 DERIVED_FIXED = frozenset({"conversation.md", "sources.md", "sources.json", "report.md"})
 _TURN_FILE = re.compile(r"turns/turn_\d{4,}\.md")
+_OUR_TURN = re.compile(r"turn_\d{4,}\.md")
 SOURCES = ("online", "offline")
 
 
@@ -64,6 +67,7 @@ class WriteResult:
     merged_from: list[Path] = field(default_factory=list)
     variant_hits: list[JSON] = field(default_factory=list)  # records worth a WARNING
     redacted_tokens: int = 0
+    redacted_signatures: int = 0
     # sha256 of the files `put` handled (raw files, thread.json, the manifest), as they are
     # now on disk: spares the render fingerprint a re-read.
     digests: dict[str, str] = field(default_factory=dict)
@@ -76,6 +80,8 @@ class WriteResult:
     # thread.json as it is now on disk (or would be, in a dry run): spares the search
     # index a re-read.
     thread_doc: JSON | None = None
+    # The `history` entry of the version this write kept (the server lost or rewrote turns).
+    kept_version: JSON | None = None
 
     @property
     def changed(self) -> bool:
@@ -313,6 +319,17 @@ def write_thread(
         raise ArchiveError(
             f"{directory} belongs to thread {existing.get('web_uuid')}, not {conv.web_uuid}"
         )
+    # 0. A new export that would lose turns (or change archived ones) keeps the raw files
+    # as they are in history/ first: they are the archive's only copy of what was lost.
+    versions = history.entries_of(existing)
+    if source == "online" and existing is not None and not dry_run:
+        kept = _keep_earlier_version(directory, conv, now)
+        if kept is not None:
+            result.kept_version = kept
+            versions = [*versions, kept]
+    if versions and "conversation.md" in rendered:
+        rendered = {**rendered, "conversation.md": rendered["conversation.md"]}
+        rendered["conversation.md"] += history.footer(versions)
     # 1. Raw files first: they are the fidelity anchor.
     _write_raw(sink, conv, source=source, redact=redact, raw_bytes=fast.raw_bytes)
     if report_body is not None:
@@ -325,6 +342,8 @@ def write_thread(
     online = source == "online"
     _write_manifest(sink, conv, durable=online, recorded=fast.recorded)
     doc = build_thread_json(conv, existing, exported_at=_exported_at(conv, existing, source, now))
+    if versions:
+        doc[history.HISTORY_KEY] = versions
     result.thread_doc = doc
     _put_json(
         sink,
@@ -342,6 +361,28 @@ def write_thread(
         warn_variants(result.variant_hits)
         append_variant_log(root, result.variant_hits, source=source, now=now)
     return result
+
+
+def _keep_earlier_version(directory: Path, conv: Conversation, now: datetime | None) -> JSON | None:
+    """Copy the archived raw files into history/ when `conv` would lose any of their turns;
+    the history entry, or None when nothing would be lost. Warns once, naming the thread."""
+    old_plain = history.read_raw_entries(directory)
+    if old_plain is None:
+        return None
+    reason = history.loss_reason(old_plain, conv.raw_plain)
+    if not reason:
+        return None
+    turns = history.turn_count(old_plain)
+    dir_value = history.keep_version(directory, reason=reason, turns=turns, now=now)
+    log.warning(
+        "thread %s “%s”: the server's copy differs from the archive (%s); "
+        "the earlier version is kept in %s",
+        conv.web_uuid[:8],
+        conv.title,
+        reason,
+        (directory / dir_value).as_posix(),
+    )
+    return history.history_entry(dir_value, reason=reason, turns=turns, now=now)
 
 
 def _variant_hits(conv: Conversation, existing: JSON | None, online: bool) -> list[JSON]:
@@ -383,10 +424,12 @@ def _write_derived(
         turn_names = os.listdir(sink.base + "turns")
     except (FileNotFoundError, NotADirectoryError):
         turn_names = []
+    # Only our own names go: a `turn_NNNN.md` this render did not write (numbered above the
+    # turn count: the thread had more turns once). Anything else in turns/ was put there by
+    # someone else and stays (`verify` lists it as not ours).
     for name in sorted(turn_names):
-        rel = f"turns/{name}"
-        if name.startswith("turn_") and name.endswith(".md") and rel not in rendered:
-            sink.remove(rel)
+        if _OUR_TURN.fullmatch(name) and f"turns/{name}" not in rendered:
+            sink.remove(f"turns/{name}")
     sink.stamp_outputs(derived)
 
 
@@ -489,6 +532,10 @@ def _write_raw(
         # Offline, raw files are the input: rewritten only to take a write token out.
         if source == "online" or count:
             data = data if data is not None else dump_raw(doc)
+            if redact and source == "online":
+                # A signed URL's signature is a credential for hours: the URL stays.
+                data, signed = redact_signatures(data)
+                sink.result.redacted_signatures += signed
             # Both raw files live in one directory: one fsync of it after both renames.
             written = sink.put(rel, data, durable=True, sync_dir=False) or written
     if written and not sink.dry_run:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pplx_export.cli.options import json_option, offline_render_options, shared_options
+from pplx_export.cli.options import json_option, shared_options
 from pplx_export.cli.output import emit_json, report_run
 
 if TYPE_CHECKING:
@@ -103,7 +103,14 @@ def print_results(result: SearchResult, root_label: str, *, tty: bool) -> None:
 )
 @json_option
 @click.option("--rebuild", is_flag=True, help="Rebuild index/search.sqlite from the archive first.")
-@shared_options(network=False, account=True)
+@click.option(
+    "--history",
+    "with_history",
+    is_flag=True,
+    help="Also search the earlier versions of threads kept in history/ (turns the server "
+    "lost or rewrote).",
+)
+@shared_options(network=False, account=True, writes_when="rebuild")
 def search(
     opts: RunOptions,
     query: str | None,
@@ -115,6 +122,7 @@ def search(
     limit: int,
     as_json: bool,
     rebuild: bool,
+    with_history: bool,
 ) -> None:
     """Full-text search of the archive (SQLite FTS5, index/search.sqlite).
 
@@ -141,6 +149,7 @@ def search(
             scope=scope,
             limit=limit,
             rebuild=rebuild,
+            history=with_history,
         ),
     )
     result = outcome.result
@@ -162,6 +171,17 @@ def search(
             f" ({result.total_threads} threads indexed)",
             err=True,
         )
+    earlier = outcome.history
+    if earlier is not None:
+        if earlier.hits:
+            click.echo("earlier versions (history/):")
+            print_results(earlier, f"{opts.out}/", tty=sys.stdout.isatty())
+        if not opts.quiet:
+            click.echo(
+                f"{len(earlier.hits)} result(s) in earlier versions"
+                f" ({earlier.total_threads} versions kept)",
+                err=True,
+            )
 
 
 @click.command()
@@ -176,7 +196,7 @@ def search(
     help="List every unknown shape with its first thread and the `capture` command.",
 )
 @json_option
-@offline_render_options
+@shared_options(network=False, flavor=True, writes_when="fix_problems")
 def verify(
     opts: RunOptions, fix_problems: bool, limit: int | None, drift_only: bool, as_json: bool
 ) -> None:

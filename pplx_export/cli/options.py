@@ -160,6 +160,7 @@ def shared_options(
     writes: bool = True,
     online_when: str | None = None,
     every_account: bool = False,
+    writes_when: str | None = None,
 ) -> Callable[[F], F]:
     """The shared options a command uses, resolved into a `RunOptions` passed as `opts`.
 
@@ -169,7 +170,9 @@ def shared_options(
     rendered Markdown into the archive (`--flavor`). `out`: it works on
     the archive (`--out`); a command with a directory of its own declares it itself.
     `writes`: it writes into the archive, so the archive root is checked writable before
-    anything else happens (skipped for a `--dry-run`).
+    anything else happens (skipped for a `--dry-run`). `writes_when`: the parameter of the
+    flag without which the command only reads (`verify --fix`, `search --rebuild`): a
+    read-only archive (a backup, a snapshot) is fine without it.
     `online_when`: the parameter of the flag without which the command makes no request
     (`spaces --fetch-meta`): without it, no account is required and a missing config gets
     the short notice of the offline commands.
@@ -207,7 +210,9 @@ def shared_options(
             }
             opts = resolve_run_options(
                 **shared,
-                check_writable=writes and not kwargs.get("dry_run"),
+                check_writable=writes
+                and not kwargs.get("dry_run")
+                and (writes_when is None or bool(kwargs.get(writes_when))),
                 announce_degraded=config and not getattr(func, CREATES_CONFIG, False),
                 uses_account=with_account
                 and (online_when is None or bool(kwargs.get(online_when))),
@@ -489,6 +494,12 @@ class PplxGroup(click.Group):
             raise
         except Exception as exc:
             _log().debug("traceback", exc_info=True)
+            if _sqlite_full(exc):
+                # SQLite says "database or disk is full": the disk-full line, as for a file.
+                from pplx_export.errors import DiskFull
+
+                click.echo(f"error: {DiskFull('the search index')}", err=True)
+                ctx.exit(1)
             click.echo(
                 f"error: internal error: {type(exc).__name__}: {exc} (run with -v for details)",
                 err=True,
@@ -524,6 +535,18 @@ def _tail(text: str) -> str:
     """`interrupted; state saved, ...` -> `state saved, ...` (the head is said already)."""
     head, sep, rest = text.partition("; ")
     return rest if sep and head == "interrupted" else text
+
+
+# SQLITE_FULL: the extended codes keep it in the low byte.
+_SQLITE_FULL = 13
+
+
+def _sqlite_full(exc: BaseException) -> bool:
+    """An sqlite3 error that means the disk (or quota) is full."""
+    if type(exc).__module__ != "sqlite3":
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (isinstance(code, int) and code & 0xFF == _SQLITE_FULL) or "disk is full" in str(exc)
 
 
 def _os_error_text(exc: OSError) -> str:

@@ -397,6 +397,33 @@ class Library:
                 record.blocks.setdefault("entries", []).append(block_entry)
             return record
 
+    def shrink(self, thread_id: str, keep: int, rewrite: str = "") -> ThreadRecord:
+        """The server's copy loses turns: keep the first `keep` entries (plain and blocks)
+        and bump lastUpdated. `rewrite`: text put in place of the first kept turn's answer
+        (an archived turn whose content changed)."""
+        with self.lock:
+            record = self._require(thread_id)
+            stamp = self.next_timestamp()
+            record.last_updated = stamp
+            kept = record.entries[: max(keep, 0)]
+            record.plain["entries"] = kept
+            if rewrite and kept:
+                first = kept[0]
+                first["text"] = plain_steps(as_str(first.get("query_str")), rewrite)
+                first.pop("blocks", None)
+            if record.blocks is not None:
+                ids = {e.get("uuid") for e in kept}
+                blocks = [e for e in dicts(record.blocks.get("entries")) if e.get("uuid") in ids]
+                if rewrite and kept:
+                    blocks = [
+                        schematized_entry(kept[0], rewrite)
+                        if e.get("uuid") == kept[0].get("uuid")
+                        else e
+                        for e in blocks
+                    ]
+                record.blocks["entries"] = blocks
+            return record
+
     def set_state(self, thread_id: str, state: str, *, listed: bool) -> ThreadRecord:
         with self.lock:
             record = self._require(thread_id)

@@ -89,6 +89,39 @@ class CookieSet:
         return f"{self.source} ({self.where})" if self.where else self.source
 
 
+# A shorter value could match ordinary text by chance; real session tokens are long.
+SECRET_MIN_LEN = 12
+
+
+def session_values(cs: CookieSet) -> set[str]:
+    """The session token values of `cs`: what must never reach a file the archive shares."""
+    values = {cs.cookies.get(SESSION_COOKIE, ""), *cs.account_tokens.values()}
+    return {v for v in values if len(v) >= SECRET_MIN_LEN}
+
+
+def is_cookie_jar(data: bytes) -> bool:
+    """True when `data` is a cookie file holding a Perplexity session (JSON in any shape
+    `--cookies` reads, or Netscape cookies.txt), judged by content, whatever its name."""
+    if b"__Secure-" not in data:
+        return False  # both session cookie names start so: most files end here, unparsed
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return False
+    stripped = text.lstrip()
+    raw: list[RawCookie]
+    if stripped.startswith(("{", "[")):
+        try:
+            raw = parse_json_cookies(json.loads(stripped))
+        except ValueError:
+            return False
+    else:
+        raw = parse_netscape(text)
+    return any(
+        c.value and (c.name == SESSION_COOKIE or c.name.startswith(ACCOUNT_PREFIX)) for c in raw
+    )
+
+
 def domain_ok(domain: str) -> bool:
     """Suffix match on perplexity.ai. An empty domain (a bare name->value dict) is accepted."""
     d = domain.strip().lower().lstrip(".")

@@ -29,6 +29,7 @@ from pplx_export.net.cookies import (
     CookieSet,
     CookieSource,
     cookie_sources,
+    session_values,
     write_cache,
 )
 from pplx_export.net.pacing import Clock, NetRuntime
@@ -167,6 +168,7 @@ def open_session(
             api.close()
             raise
         log.info("signed in as %s (cookies from %s)", api.email, cs.describe())
+        opts.secrets.update(session_values(cs))
         if source.cacheable:
             try:
                 write_cache(opts.out, cs, api.email, now)

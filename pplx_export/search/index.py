@@ -38,6 +38,7 @@ from pplx_export.search.extract import ThreadRow, thread_row
 from pplx_export.search.schema import (
     FTS_TABLES,
     SCHEMA_VERSION,
+    connect_ro,
     connect_rw,
     create_schema,
     db_path,
@@ -46,6 +47,9 @@ from pplx_export.search.schema import (
 )
 from pplx_export.util.atomic import TEMP_PREFIX, read_with_stat
 from pplx_export.util.jsontext import loads
+
+# Earlier versions of a thread live in `<thread dir>/history/<stamp>/` (archive/history.py).
+HISTORY_DIR = "history"
 
 log = logging.getLogger(__name__)
 
@@ -427,13 +431,28 @@ def _update(root: Path, pending: Pending, *, jobs: int) -> IndexStats:
         finally:
             conn.close()
     except (sqlite3.Error, OSError) as exc:
-        log.warning(
-            "search index not updated (%s); `pplx-export search --rebuild` rebuilds it", exc
-        )
+        if _disk_full(exc):
+            from pplx_export.errors import DiskFull
+
+            log.warning("search index not updated: %s", DiskFull(str(db_path(root))))
+        else:
+            log.warning(
+                "search index not updated (%s); `pplx-export search --rebuild` rebuilds it", exc
+            )
         return IndexStats(error=str(exc))
     for rel, reason in stats.failed:
         log.debug("search index: %s not indexed: %s", rel, reason)
     return stats
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """ENOSPC/EDQUOT, or SQLite's SQLITE_FULL ("database or disk is full")."""
+    if isinstance(exc, OSError):
+        import errno
+
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (isinstance(code, int) and code & 0xFF == 13) or "disk is full" in str(exc)
 
 
 class IndexUpdater:
@@ -733,3 +752,102 @@ def coverage(root: Path, rels: Iterable[str]) -> dict[str, str]:
         else:
             out[rel] = "ok" if files_part(sig) == signature(root, rel) else "stale"
     return out
+
+
+# Directories whose index update failed (a full disk, a locked database) after their thread
+# was written: they may hold rows of an earlier version, which `repair_missing` cannot tell
+# from current ones without a stat of every thread. One per line, appended.
+PENDING = "search_pending.txt"
+
+
+def note_pending(root: Path, rel: str) -> None:
+    """Remember that `rel` still needs indexing (its update failed). Raises OSError when
+    even that cannot be written: the caller then must not count the thread as done."""
+    path = Path(root) / "index" / PENDING
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(rel + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _pending(root: Path) -> set[str]:
+    try:
+        text = (Path(root) / "index" / PENDING).read_text("utf-8")
+    except FileNotFoundError:
+        return set()
+    except (OSError, UnicodeDecodeError) as exc:
+        log.debug("search index: pending list unreadable: %s", exc)
+        return set()
+    return {line for line in text.splitlines() if line}
+
+
+def repair_missing(root: Path, rels: Iterable[str]) -> list[str]:
+    """Index those of `rels` (directories of threads marked done) the index lacks, and those
+    whose update failed (`note_pending`): what a kill or a full disk between a thread's
+    export and its indexing left behind, found without a full rebuild. Returns the
+    directories indexed. Never raises; without an index there is nothing to repair (the
+    next search builds one)."""
+    path = db_path(root)
+    pending_path = Path(root) / "index" / PENDING
+    if not path.is_file():
+        pending_path.unlink(missing_ok=True)  # the rebuild will read every thread anyway
+        return []
+    try:
+        conn = connect_ro(path)
+        try:
+            known = {row[0] for row in conn.execute("SELECT dir FROM threads")}
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        log.debug("search index not checked for missing threads: %s", exc)
+        return []
+    pending = _pending(root)
+    todo = sorted(
+        rel
+        for rel in set(rels) | pending
+        if (rel not in known or rel in pending) and os.path.isdir(os.path.join(root, rel))
+    )
+    if todo:
+        stats = update_threads(root, todo)
+        if stats.error:
+            return []
+        log.info("search index: %d thread(s) it lacked indexed", len(todo))
+    pending_path.unlink(missing_ok=True)
+    return todo
+
+
+# ------------------------------------------------------------------ earlier versions
+
+
+def history_rels(root: Path) -> list[str]:
+    """`<account>/<mode>/<dir>/history/<stamp>` of every earlier version the archive keeps
+    (archive/history.py), sorted."""
+    found: list[str] = []
+    for rel in thread_rels(root):
+        try:
+            names = sorted(os.listdir(os.path.join(root, rel, HISTORY_DIR)))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in names:
+            version = f"{rel}/{HISTORY_DIR}/{name}"
+            if os.path.isfile(os.path.join(root, version, THREAD_JSON)):
+                found.append(version)
+    return found
+
+
+def history_index(root: Path) -> tuple[sqlite3.Connection, IndexStats]:
+    """An in-memory index of the earlier versions only, for `search --history`: they are
+    few and searched on request, so they never weigh on the index every search reads.
+    Each version is indexed under its own directory (a hit's path leads to it)."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    create_schema(conn)
+    stats = IndexStats()
+    for rel in history_rels(root):
+        try:
+            row, sig = load_thread(root, rel)
+        except (ThreadUnreadable, OSError) as exc:
+            stats.failed.append((rel, str(exc)))
+            continue
+        _insert(conn, row, sig)
+        stats.indexed += 1
+    return conn, stats

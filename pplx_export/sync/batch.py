@@ -27,6 +27,7 @@ from pplx_export.errors import (
     ApiError,
     ArchiveError,
     AuthError,
+    CommitFailed,
     DiskFull,
     EntryDeleted,
     EntryExpired,
@@ -192,7 +193,7 @@ def run_index(opts: RunOptions, *, full: bool, api: PerplexityAPI | None = None)
                     _counted(api.iter_library(listing), bar),
                     full=full,
                     now=_now(),
-                    config=opts.config if opts.config.exists else None,
+                    config=opts.config,
                     listing=lambda: listing.used,
                 )
     finally:
@@ -203,7 +204,7 @@ def run_index(opts: RunOptions, *, full: bool, api: PerplexityAPI | None = None)
 
 def listing_order_for(opts: RunOptions) -> tuple[str, ...]:
     """`[network] listing`, with what answered last time for `auto` (`[index_state]`)."""
-    remembered = read_index_state(opts.config, opts.account.name).listing
+    remembered = read_index_state(opts.out, opts.account.name, opts.config).listing
     return listing_order(opts.config.network.listing, remembered)
 
 
@@ -373,6 +374,7 @@ def run_batch(
         else:
             log.info("batch: nothing to do (%s)", plan.counts_text())
             state.compact()  # what a killed run left in the journal
+        _repair_index(opts, state)
         if commit:
             auto_commit(opts, "batch")
     return summary
@@ -501,7 +503,7 @@ def run_sync(
     refresh_spaces = full if refresh_spaces is None else refresh_spaces
     check_deleted = full if check_deleted is None else check_deleted
     with open_session(opts) as api, _locked(opts):
-        sweep = full or full_sweep_due(opts.config, opts.account.name, _now())
+        sweep = full or full_sweep_due(opts.out, opts.config, opts.account.name, _now())
         if sweep and not full:
             log.info(
                 "index %s: the last full sweep is older than %g days; sweeping the whole "
@@ -531,6 +533,19 @@ def _check_deleted(opts: RunOptions, summary: BatchSummary) -> None:
     summary.failures += checked.left
 
 
+def _repair_index(opts: RunOptions, state: BatchState) -> None:
+    """Index every thread marked done that the search index lacks (a kill or a full disk
+    between its export and its indexing): a done thread is always searchable."""
+    from pplx_export.search.index import repair_missing
+
+    done = [
+        str(r["dir"])
+        for r in state.threads.values()
+        if r.get("status") == "ok" and isinstance(r.get("dir"), str) and r["dir"]
+    ]
+    repair_missing(opts.out, done)
+
+
 def auto_commit(opts: RunOptions, command: str) -> CommitResult | None:
     """One git commit of the archive when `auto_commit` is on (a failure is only a warning)."""
     if not opts.config.auto_commit:
@@ -538,4 +553,14 @@ def auto_commit(opts: RunOptions, command: str) -> CommitResult | None:
     # Imported here: runs without auto_commit (most) never load git support.
     from pplx_export.sync.autocommit import commit_archive
 
-    return commit_archive(opts.out, command, push=opts.config.auto_push)
+    result = commit_archive(
+        opts.out,
+        command,
+        push=opts.config.auto_push,
+        secrets=opts.secrets,
+        exclude=(opts.cookies_file, opts.log_file),
+    )
+    if result.failed:
+        # The export is on disk; the commit that should record it is not: the run fails.
+        raise CommitFailed(result.warning)
+    return result

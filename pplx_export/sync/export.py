@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pplx_export.archive import history
 from pplx_export.archive.paths import safe_folder
 from pplx_export.archive.render_state import RenderState, fingerprint
 from pplx_export.archive.scan import ThreadDirs
@@ -28,7 +29,7 @@ from pplx_export.parse.last_updated import same_last_updated
 from pplx_export.parse.losses import LOSS_NOTE
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.thread import IncompleteThread
-from pplx_export.search.index import update_threads
+from pplx_export.search.index import note_pending, update_threads
 from pplx_export.sync.assemble import Engine, default_engine, export_conversation
 from pplx_export.sync.fetch_assets import download_assets, fetch_report_body
 from pplx_export.sync.relation_facts import FactsJournal, facts_record
@@ -131,23 +132,29 @@ class Exporter:
             engine=self.engine,
         )
         self.variant_hits += len(result.variant_hits)
-        self.state.mark_ok(
-            web_uuid,
-            last_updated=conv.last_updated,
-            title=conv.title,
-            dir=directory.relative_to(self.root).as_posix(),
-            now=now,
-            note=incomplete,
-            losses=len(conv.losses),
-        )
         rel = directory.relative_to(self.root).as_posix()
+        # Derived records first, then the thread counts as done: a kill in between costs
+        # one fetch again, never a thread that is ok and unsearchable for good (a failed
+        # index update is repaired at the end of the run, `repair_index`).
         self._record_render(rel, directory, result)
-        update_threads(self.root, [rel])  # search index
+        if update_threads(self.root, [rel]).error:  # search index
+            # Repaired at the end of this run or the next (search.index.repair_missing).
+            note_pending(self.root, rel)
         # The thread's relation facts, from the parse at hand: `relations` then reads
         # nothing of what a batch exported.
         facts = FactsJournal(self.root)
         facts.add(rel, facts_record(self.root, rel, conv, result.thread_doc or {}))
         facts.close()
+        self.state.mark_ok(
+            web_uuid,
+            last_updated=conv.last_updated,
+            title=conv.title,
+            dir=rel,
+            now=now,
+            note=incomplete,
+            losses=len(conv.losses),
+            versions=len(history.entries_of(result.thread_doc)),
+        )
         return directory
 
     def _record_render(self, rel: str, directory: Path, result: WriteResult) -> None:

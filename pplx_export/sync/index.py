@@ -16,6 +16,7 @@ the whole listing itself when the last full sweep is older than `full_index_days
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from pplx_export.archive.library_index import (
 )
 from pplx_export.config import Config
 from pplx_export.parse.last_updated import same_last_updated
+from pplx_export.util.atomic import atomic_write_text
 from pplx_export.util.lenient import as_dict, as_str, lenient_int
 from pplx_export.util.timefmt import format_utc, parse_time
 
@@ -159,7 +161,13 @@ def _fetched_again(row: dict[str, Any], seen: set[str], head: list[dict[str, Any
     return uuid in seen if uuid else row in head
 
 
-# ------------------------------------------------------------------ [index_state.<account>]
+# ------------------------------------------------------------------ index/index_state.json
+
+# The run counters of each account live in the archive, not in the user's config file: an
+# `index` run rewrote the config (comments and layout kept, but still the user's file) only
+# to store counters. Archives of earlier versions have them in the config's
+# `[index_state.<account>]`: read there until this file has the account.
+INDEX_STATE = "index_state.json"
 
 
 @dataclass
@@ -169,10 +177,31 @@ class IndexState:
     incremental_runs_since_full: int = 0
     listing: str = ""  # the library listing that answered last ("rest" | "graphql")
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "extracted_at": self.extracted_at,
+            "last_full_index_at": self.last_full_index_at,
+            "incremental_runs_since_full": self.incremental_runs_since_full,
+            "listing": self.listing,
+        }
 
-def read_index_state(config: Config, account: str) -> IndexState:
-    """The bookkeeping of one account, without creating anything in the config document."""
-    table = as_dict(as_dict(config.doc.unwrap().get("index_state")).get(account))
+
+def _state_file(root: Path) -> Path:
+    return Path(root) / "index" / INDEX_STATE
+
+
+def _load_states(root: Path) -> dict[str, Any]:
+    try:
+        return as_dict(json.loads(_state_file(root).read_bytes()))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        log.warning("%s unreadable (%s); the run counters start again", _state_file(root), exc)
+        return {}
+
+
+def _of(table: Any) -> IndexState:
+    table = as_dict(table)
     return IndexState(
         extracted_at=as_str(table.get("extracted_at")),
         last_full_index_at=as_str(table.get("last_full_index_at")),
@@ -181,28 +210,42 @@ def read_index_state(config: Config, account: str) -> IndexState:
     )
 
 
-def record_index_run(
-    config: Config, account: str, *, full: bool, now: datetime, listing: str = ""
-) -> bool:
-    """Stamp `[index_state.<account>]` after a successful refresh; True when a full sweep is due.
+def read_index_state(root: Path, account: str, config: Config | None = None) -> IndexState:
+    """The bookkeeping of one account: from the archive, else (an archive of an earlier
+    version) from the config's `[index_state.<account>]`. Creates nothing."""
+    states = _load_states(root)
+    if account in states:
+        return _of(states[account])
+    if config is not None:
+        return _of(as_dict(config.doc.unwrap().get("index_state")).get(account))
+    return IndexState()
 
-    In degraded mode (no config file) nothing is saved: creating a config file behind the
-    user's back would turn degraded mode into a half-configured one.
-    """
-    state = read_index_state(config, account)
+
+def record_index_run(
+    root: Path,
+    account: str,
+    *,
+    full: bool,
+    now: datetime,
+    listing: str = "",
+    config: Config | None = None,
+) -> bool:
+    """Stamp the account's counters in `index/index_state.json` after a successful refresh;
+    True when a full sweep is due. The config file is never written."""
+    state = read_index_state(root, account, config)
     stamp = format_utc(now)
-    runs = 0 if full else state.incremental_runs_since_full + 1
-    table = config.section("index_state", account)
-    table["extracted_at"] = stamp
+    state.incremental_runs_since_full = 0 if full else state.incremental_runs_since_full + 1
+    state.extracted_at = stamp
     if full:
-        table["last_full_index_at"] = stamp
-    table["incremental_runs_since_full"] = runs
+        state.last_full_index_at = stamp
     if listing:
         # What `[network] listing = "auto"` tries first next time.
-        table["listing"] = listing
-    if config.exists:
-        config.save()
-    return runs >= FULL_REMINDER_RUNS
+        state.listing = listing
+    states = _load_states(root)
+    states[account] = state.to_json()
+    path = _state_file(root)
+    atomic_write_text(path, json.dumps(states, ensure_ascii=False, indent=1) + "\n")
+    return state.incremental_runs_since_full >= FULL_REMINDER_RUNS
 
 
 def update_library_index(
@@ -215,9 +258,10 @@ def update_library_index(
     config: Config | None = None,
     listing: Callable[[], str] | None = None,
 ) -> IndexResult:
-    """Load, refresh from `fetched`, save (only when the bytes change), stamp the config.
+    """Load, refresh from `fetched`, save (only when the bytes change), stamp the run
+    counters (`index/index_state.json`; `config`: where an earlier version kept them).
 
-    `fetched` is the network layer's lazy listing; the caller wires it. The config is only
+    `fetched` is the network layer's lazy listing; the caller wires it. The counters are only
     stamped after the listing was consumed without an exception, so a failed refresh never
     counts as a run; `listing` then says which library listing answered (remembered for
     `listing = "auto"`).
@@ -227,23 +271,22 @@ def update_library_index(
     result.written = save_index(root, account, result.rows)
     result.account = account
     log.info("%s", result.line())
-    if config is not None:
-        used = listing() if listing is not None else ""
-        result.full_reminder = record_index_run(
-            config, account, full=result.complete, now=now, listing=used
-        )
+    used = listing() if listing is not None else ""
+    result.full_reminder = record_index_run(
+        root, account, full=result.complete, now=now, listing=used, config=config
+    )
     if listing is not None:
         result.listing = listing()
     return result
 
 
-def full_sweep_due(config: Config, account: str, now: datetime) -> bool:
+def full_sweep_due(root: Path, config: Config, account: str, now: datetime) -> bool:
     """`sync`'s own full sweep: the last one is older than `full_index_days` (or there was
     none yet, on an account that has been indexed before). 0 days: never."""
     days = config.full_index_days
     if days <= 0:
         return False
-    state = read_index_state(config, account)
+    state = read_index_state(root, account, config)
     if not state.extracted_at:
         return False  # the first index walks everything anyway
     last = parse_time(state.last_full_index_at)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.paths import has_thread_files, walk_thread_dirs
 from pplx_export.archive.render_state import RenderState, is_fresh
+from pplx_export.archive.sweep import sweep_archive
 from pplx_export.context import RunOptions
 from pplx_export.errors import DiskFull, UsageError
 from pplx_export.sync.assemble import Engine, default_engine, preload_engine
@@ -327,6 +328,7 @@ def run_rerender_command(
     # No refresh thread: the workers are forked (see progress_reporter).
     with (
         lock,
+        _running_marker(opts.out, enabled=not dry_run),
         progress_reporter(
             "re-render", quiet=opts.quiet, enabled=opts.progress, refresh_thread=False
         ) as bar,
@@ -343,6 +345,29 @@ def run_rerender_command(
             on_progress=lambda o: bar.advance(o.rel),
         )
     return summary
+
+
+RUNNING_MARKER = "rerender.running"
+
+
+@contextlib.contextmanager
+def _running_marker(root: Path, *, enabled: bool) -> Iterator[None]:
+    """`index/rerender.running` while a re-render runs. Found at the start, it says the last
+    one was killed: its torn temp files may lie in threads a `--changed-only` run will not
+    touch, so the whole archive is swept once (a run that ends removes the marker)."""
+    if not enabled:
+        yield
+        return
+    marker = root / "index" / RUNNING_MARKER
+    if marker.exists():
+        removed = sweep_archive(root)
+        log.info("the last re-render was interrupted: %d leftover temp file(s) swept", removed)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    try:
+        yield
+    finally:
+        marker.unlink(missing_ok=True)
 
 
 def _disk_full_is_one_line(save: Callable[[], None]) -> None:

@@ -37,6 +37,7 @@ class SearchRequest:
     scope: str = "all"
     limit: int = 20
     rebuild: bool = False
+    history: bool = False  # also search the earlier versions kept in history/
 
 
 @dataclass
@@ -45,9 +46,13 @@ class SearchOutcome:
     result: SearchResult | None = None
     rebuilt: IndexStats | None = None
     notes: list[str] = field(default_factory=list)
+    # `--history`: the hits among earlier versions (history/<stamp>/ directories).
+    history: SearchResult | None = None
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = self.result.to_json(self.root) if self.result else {}
+        if self.history is not None:
+            doc["history"] = self.history.to_json(self.root)
         if self.rebuilt is not None:
             doc["rebuilt"] = self.rebuilt.to_json()
         return doc
@@ -121,6 +126,8 @@ def run_search(opts: RunOptions, request: SearchRequest) -> SearchOutcome:
             outcome.result = search(
                 conn, request.query, scope=request.scope, filters=filters, limit=request.limit
             )
+            if request.history:
+                outcome.history = _search_history(opts, request, filters)
             return outcome
         except sqlite3.DatabaseError as exc:
             # Damage the header check did not see ("database disk image is malformed").
@@ -134,6 +141,22 @@ def run_search(opts: RunOptions, request: SearchRequest) -> SearchOutcome:
         finally:
             conn.close()
     return outcome
+
+
+def _search_history(opts: RunOptions, request: SearchRequest, filters: Filters) -> SearchResult:
+    """The query against the earlier versions the archive keeps (indexed in memory, on
+    request: they are few, and the index every search reads stays the current archive)."""
+    from pplx_export.search import index as search_index
+
+    conn, stats = search_index.history_index(opts.out)
+    try:
+        for rel, reason in stats.failed:
+            log.warning("earlier version %s unreadable: %s", rel, reason)
+        return search(
+            conn, request.query or "", scope=request.scope, filters=filters, limit=request.limit
+        )
+    finally:
+        conn.close()
 
 
 DEMO_QUERY = "tides"  # in the bundled sample library ("How do tides work?")

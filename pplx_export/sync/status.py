@@ -112,7 +112,7 @@ def _account_status(
     damaged: Container[str] = frozenset(),
 ) -> dict[str, Any]:
     path = index_path(root, name)
-    idx_state = read_index_state(config, name)
+    idx_state = read_index_state(root, name, config)
     stamp, source, age = _index_age(path, idx_state.extracted_at, now)
     rows = index.threads
     plan = make_plan(rows, state.threads, damaged=damaged)
@@ -221,6 +221,12 @@ def collect_status(
         for uuid, record in sorted(state.threads.items())
         if isinstance(record.get("losses"), int) and record["losses"] > 0
     ]
+    # Threads whose earlier versions are kept in history/ (the server lost or rewrote turns).
+    versions = [
+        {"uuid": uuid, "dir": as_str(record.get("dir")), "versions": int(record["versions"])}
+        for uuid, record in sorted(state.threads.items())
+        if isinstance(record.get("versions"), int) and record["versions"] > 0
+    ]
     doc: dict[str, Any] = {
         "archive": str(root),
         "now": format_utc(now),
@@ -239,12 +245,18 @@ def collect_status(
         },
         "errors": errors,
         "losses": losses,
+        "versions": versions,
         "damaged": [
             {"uuid": uuid, "dir": rel, "reason": reason}
             for uuid, (rel, reason) in sorted(damaged.items())
         ],
     }
     doc.update(upkeep_status(root, state))
+    from pplx_export.sync.autocommit import read_record
+
+    commit = read_record(root)
+    if commit is not None:
+        doc["auto_commit"] = commit
     runs = load_runs(root)
     for acc in accounts:
         acc["last_sync"] = _last_sync(acc, runs, now)
@@ -365,6 +377,20 @@ def _details(doc: dict[str, Any], say: Callable[[str], None]) -> None:
         )
         for lost in doc["losses"]:
             say(f"  {lost['uuid']}  {lost['dir']}: {lost['losses']} lost")
+    commit = doc.get("auto_commit")
+    if isinstance(commit, dict) and commit.get("failed"):
+        say(
+            f"\nauto-commit FAILED at {commit.get('at')} ({commit.get('command')}): "
+            f"{commit.get('warning')}\nthe archive on disk is complete; it is not in git yet"
+        )
+    if doc["versions"]:
+        n = sum(v["versions"] for v in doc["versions"])
+        say(
+            f"\nearlier versions kept: {n} in {len(doc['versions'])} thread(s) (the server "
+            "lost or rewrote turns;\n`search --history` searches them):"
+        )
+        for kept in doc["versions"]:
+            say(f"  {kept['uuid']}  {kept['dir']}/history: {kept['versions']}")
     if doc["errors"]:
         say(f"\nerrors ({len(doc['errors'])}):")
         for err in doc["errors"]:

@@ -21,6 +21,7 @@ import hashlib
 import logging
 import multiprocessing
 import os
+import re
 import signal
 import sys
 import time
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from pplx_export.archive.assets import FILES_DIR, MANIFEST, read_manifest
-from pplx_export.archive.lock import archive_lock
+from pplx_export.archive.lock import archive_lock, archive_read_lock
 from pplx_export.archive.paths import RESERVED_TOP, TRASH_PREFIX, iter_thread_rels, uuid8
 from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES
 from pplx_export.archive.report_body import load_report_body
@@ -83,6 +84,8 @@ class ThreadCheck:
     drift: dict[str, int] = field(default_factory=dict)
     uuid: str = ""  # the thread's web uuid and URL, once its thread.json is read
     url: str = ""
+    # Files in the directory that no pplx-export wrote (relative to the root): left alone.
+    not_ours: list[str] = field(default_factory=list)
 
     def add(self, kind: str, detail: str, where: str = "") -> None:
         self.problems.append(Problem(kind, where or self.rel, detail))
@@ -117,6 +120,8 @@ class VerifyReport:
     drift: dict[str, DriftItem] = field(default_factory=dict)
     fixed: list[str] = field(default_factory=list)  # what --fix did, one line each
     elapsed: float = 0.0
+    # Files in thread directories that pplx-export did not write: never touched, listed.
+    not_ours: list[str] = field(default_factory=list)
     # The first thread with a loss or an unknown shape, (web uuid, url): named with the
     # capture hint; and how many threads have either.
     first_drift: tuple[str, str] | None = None
@@ -141,6 +146,7 @@ class VerifyReport:
             "problems": [p.to_json() for p in self.remaining],
             "fixed": self.fixed,
             "schema_drift": [d.to_json() for d in self._drift_sorted()],
+            "not_ours": self.not_ours,
             "elapsed": round(self.elapsed, 3),
             **({"capture": capture_command(*self.first_drift)} if self.first_drift else {}),
         }
@@ -162,6 +168,14 @@ class VerifyReport:
                 out.append(f"    {d.example}")
         else:
             out.append("schema drift: none")
+        if self.not_ours:
+            out.append(
+                f"not ours (left alone): {len(self.not_ours)} file(s) in thread directories "
+                "that pplx-export did not write"
+            )
+            out += [f"  {rel}" for rel in self.not_ours[:20]]
+            if len(self.not_ours) > 20:
+                out.append(f"  ... and {len(self.not_ours) - 20} more (--json lists all)")
         for line in self.fixed:
             out.append(f"fixed: {line}")
         if self.remaining:
@@ -252,6 +266,41 @@ def _check_debris(check: ThreadCheck, directory: Path) -> None:
                 check.add("debris", "temp file left by an interrupted run", where)
 
 
+# What pplx-export writes at the top of a thread directory (archive/writer.py and friends).
+_OURS_TOP = frozenset(
+    {
+        "thread.json",
+        "conversation.md",
+        "sources.md",
+        "sources.json",
+        "report.md",
+        "assets",
+        "turns",
+        "history",
+    }
+)
+_OUR_TURN = re.compile(r"turn_\d{4,}\.md")
+
+
+def _check_not_ours(check: ThreadCheck, directory: Path) -> None:
+    """List what someone else put in the directory: the writer never removes it."""
+    try:
+        top = sorted(os.listdir(directory))
+    except OSError:
+        return
+    for name in top:
+        if name in _OURS_TOP or name.startswith(("raw", TEMP_PREFIX, TRASH_PREFIX)):
+            continue
+        check.not_ours.append(f"{check.rel}/{name}")
+    try:
+        turns = sorted(os.listdir(directory / "turns"))
+    except OSError:
+        turns = []
+    for name in turns:
+        if not _OUR_TURN.fullmatch(name) and not name.startswith(TEMP_PREFIX):
+            check.not_ours.append(f"{check.rel}/turns/{name}")
+
+
 def check_thread(root: Path, rel: str, lang: str, flavor: str = "github") -> ThreadCheck:
     """Every per-thread check of one directory. Never raises for a bad thread."""
     check = ThreadCheck(rel)
@@ -270,6 +319,7 @@ def _check_thread(check: ThreadCheck, root: Path, rel: str, lang: str, flavor: s
     base = f"{directory}{os.sep}"
     account_folder, mode_folder, name = rel.split("/", 2)
     _check_debris(check, directory)
+    _check_not_ours(check, directory)
     _check_manifest(check, directory)
     doc = _json(check, base, THREAD_JSON, "thread_json")
     web_uuid = doc.get("web_uuid") if doc is not None else None
@@ -447,6 +497,7 @@ def verify(
         on_total(len(rels))
     for check in _checks(root, rels, lang, flavor, jobs):
         report.problems.extend(check.problems)
+        report.not_ours.extend(check.not_ours)
         if check.drift or any(p.kind == "loss" for p in check.problems):
             report.drifted += 1
             if report.first_drift is None:
@@ -532,7 +583,9 @@ def run_verify_command(
     """The CLI's one call: check (and with `fix_problems`, repair under the archive lock)."""
     if not opts.out.is_dir():
         raise UsageError(f"archive root not found: {opts.out}")
-    lock = archive_lock(opts.out) if fix_problems else contextlib.nullcontext()
+    # A run in progress would show as problems (files written, not yet indexed): verify
+    # waits for it; --fix writes and takes the lock itself.
+    lock = archive_lock(opts.out) if fix_problems else archive_read_lock(opts.out)
     with lock:
         report = verify(
             opts.out,

@@ -25,6 +25,13 @@ def mutate(app: Emulator, payload: JSON) -> tuple[int, JSON]:
         if "touch" in payload:
             record = library.touch(as_str(payload["touch"]), app.new_id())
             action = "touch"
+        elif "shrink" in payload:
+            keep = payload.get("keep", 1)
+            if not isinstance(keep, int) or isinstance(keep, bool) or keep < 0:
+                return 400, {"error_code": "INVALID_REQUEST", "message": "keep: a count"}
+            rewrite = as_str(payload.get("rewrite"))
+            record = library.shrink(as_str(payload["shrink"]), keep, rewrite)
+            action = "shrink"
         elif "delete" in payload:
             listed = bool(payload.get("listed", False))
             record = library.set_state(as_str(payload["delete"]), DELETED, listed=listed)
@@ -41,7 +48,7 @@ def mutate(app: Emulator, payload: JSON) -> tuple[int, JSON]:
         else:
             return 400, {
                 "error_code": "INVALID_REQUEST",
-                "message": "touch|delete|expire|forbid|restore|listing",
+                "message": "touch|shrink|delete|expire|forbid|restore|listing",
             }
     except KeyError:
         return 404, {"error_code": "THREAD_NOT_FOUND"}

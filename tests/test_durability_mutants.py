@@ -1,0 +1,130 @@
+"""Syscall-level checks of the writes whose only copy is on disk (issue 33, point 6).
+
+Each test catches a mutant that survived the suite: the state journal's fsync, the
+date-move merge's durable copy and its directory fsyncs, the report body as downloaded
+(`assets/report_body.md`, a report whose signed URL has expired). A crash cannot be
+simulated for these (the page cache survives a killed process), so the tests record
+`os.fsync` and `os.replace` and check their order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pplx_export.archive.migrate import merge_thread_dir
+from pplx_export.archive.state import BatchState
+from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
+from tests.e2e_support import E2E, FIXTURES, thread_dirs
+
+pytestmark = pytest.mark.skipif(
+    not os.path.isdir("/proc/self/fd"), reason="maps file descriptors to paths via /proc"
+)
+
+
+class Calls:
+    """fsync / replace events in order, with the (absolute) paths they touched."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def fsynced(self, path: str) -> list[int]:
+        return [i for i, (k, p, _) in enumerate(self.events) if k == "fsync" and p == path]
+
+    def replaced_to(self, final: str) -> list[int]:
+        return [i for i, (k, _, d) in enumerate(self.events) if k == "replace" and d == final]
+
+    def durable(self, final: str) -> int | None:
+        """The event index by which the file renamed to `final` is durable (its temp file
+        fsynced before the rename, its directory after), or None."""
+        for i in self.replaced_to(final):
+            src = self.events[i][1]
+            if not any(j < i for j in self.fsynced(src)):
+                continue
+            after = [j for j in self.fsynced(os.path.dirname(final)) if j > i]
+            if after:
+                return after[0]
+        return None
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Calls]:
+    record = Calls()
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        record.events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}"), ""))
+        real_fsync(fd)
+
+    def replace(src: Any, dst: Any) -> None:
+        record.events.append(("replace", os.path.abspath(src), os.path.abspath(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    yield record
+
+
+def test_each_state_change_is_fsynced_in_the_journal_before_it_returns(
+    tmp_path: Path, calls: Calls
+) -> None:
+    root = tmp_path.resolve()
+    state = BatchState.load(root)
+    state.mark_ok("u1", last_updated="2031-01-01T00:00:00Z", title="one", dir="a/b/c")
+    state.save()  # a snapshot: later changes go to the journal
+    journal = str(root / "index" / "batch_state.journal")
+    for n in range(3):
+        before = len(calls.events)
+        state.mark_ok(f"u{n + 2}", last_updated="2031-01-01T00:00:00Z", title="t", dir="a/b/d")
+        # The change is on disk (its journal line fsynced) by the time mark_ok returns.
+        assert [i for i in calls.fsynced(journal) if i >= before], n
+    assert set(BatchState.load(root, repair=False).threads) == {"u1", "u2", "u3", "u4"}
+
+
+def _old_thread(tmp_path: Path) -> tuple[Path, Path]:
+    mode_dir = tmp_path.resolve() / "alice" / "search"
+    src = mode_dir / "2031-01-01_t_abcd1234"
+    (src / "assets" / "files").mkdir(parents=True)
+    (src / "thread.json").write_text(json.dumps({"web_uuid": "abcd1234-x"}), "utf-8")
+    (src / "raw_entries.json").write_text('{"entries": []}', "utf-8")
+    (src / "assets" / "files" / "chart.png").write_bytes(b"\x89PNG only copy")
+    (src / "notes.md").write_text("the user's notes", "utf-8")
+    return src, mode_dir / "2031-02-01_t_abcd1234"
+
+
+def test_the_date_move_merge_makes_every_copy_durable_before_the_old_dir_goes(
+    tmp_path: Path, calls: Calls
+) -> None:
+    src, dst = _old_thread(tmp_path)
+    result = merge_thread_dir(src, dst, "abcd1234-x")
+    assert result.removed_src and sorted(result.copied) == [
+        "assets/files/chart.png",
+        "notes.md",
+        "raw_entries.json",
+        "thread.json",
+    ]
+    (retire,) = calls.replaced_to(str(src.parent / (".pplx-trash-" + src.name)))
+    for rel in result.copied:
+        done = calls.durable(str(dst / rel))
+        assert done is not None and done < retire, rel
+    # The new directories' entries too: each is fsynced in its parent before the retire.
+    for directory in (dst, dst / "assets", dst / "assets" / "files"):
+        assert any(i < retire for i in calls.fsynced(str(directory.parent))), directory
+    # And the rename of the old directory is itself made durable.
+    assert any(i > retire for i in calls.fsynced(str(src.parent)))
+
+
+def test_the_report_body_as_downloaded_is_durable(tmp_path: Path, calls: Calls) -> None:
+    with run_emulator(FIXTURES, page_size=100) as emu:
+        env = E2E(emu, tmp_path)
+        env.write_files(DEFAULT_EMAIL)
+        assert env.cli("sync").exit_code == 0
+    bodies = [d / "assets" / "report_body.md" for d in thread_dirs(env.out.resolve())]
+    bodies = [b for b in bodies if b.is_file()]
+    assert bodies  # the deep-research fixture has one
+    assert [str(b) for b in bodies if calls.durable(str(b)) is None] == []
