@@ -409,7 +409,7 @@ def test_zh_pages_carry_no_english_label() -> None:
     assert "# 轮次 1" in turn and "## 提问" in turn and "## 回答" in turn
     assert "步骤 1 · Run（`bash`）" in turn
     conv = render_thread(computer(steps), "zh")["conversation.md"]
-    assert "> 模式：computer | 作者： | 轮次：1 | 引文：0" in conv
+    assert "> 2035-12-26 · computer · 轮次：1 · 来源：0 · [存档索引](../../../index.md)" in conv
     council = render_thread(council_conversation(), "zh")["turns/turn_0001.md"]
     assert "**答案：**" in council and "**Answer：**" not in council
     assert "模型：`alpha`" in council

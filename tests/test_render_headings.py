@@ -73,7 +73,8 @@ def test_answer_headings_sit_below_the_turn_outline() -> None:
             for lvl, head, _ in heads[1:]:
                 assert lvl >= 2, (name, rel, head)
                 if lvl == 2:
-                    assert head.startswith(("Turn ", "Background tasks")), (name, rel, head)
+                    # A turn heading is a link to its turn file.
+                    assert head.startswith(("[Turn ", "Background tasks")), (name, rel, head)
                 if lvl == 3:
                     assert head in ("Query", "Answer"), (name, rel, head)
     assert checked > 20
@@ -113,7 +114,9 @@ def test_the_work_process_heading_names_a_status_only_where_no_tag_does() -> Non
     def heading(status: str) -> str:
         return render_wf_block(c, WfPayload(raw={}, status=status, n_listed=2)).split("\n")[0]
 
-    assert heading("WORKFLOW_COMPLETED") == "## Work process (steps: 2)"
-    assert heading("WORKFLOW_CANCELED") == "## Work process (steps: 2 · ⛔ Canceled)"
+    # The count is of the steps shown (none here): a completed run with nothing to show has
+    # no section at all; an interrupted one says so.
+    assert heading("WORKFLOW_COMPLETED") == ""
+    assert heading("WORKFLOW_CANCELED") == "## Work process (steps: 0 · ⛔ Canceled)"
     # A status the tool does not know is shown as the API wrote it.
-    assert heading("WORKFLOW_PAUSED") == "## Work process (steps: 2 · WORKFLOW_PAUSED)"
+    assert heading("WORKFLOW_PAUSED") == "## Work process (steps: 0 · WORKFLOW_PAUSED)"

@@ -74,14 +74,21 @@ def test_queries_and_todo() -> None:
             ],
             "diff": {
                 "items": [
-                    {"action": "TODO_DIFF_ADDED", "description": "later", "new_status": "PENDING"}
+                    {"action": "TODO_DIFF_ADDED", "description": "later", "new_status": "PENDING"},
+                    {
+                        "action": "TODO_DIFF_UPDATED",
+                        "description": "done",
+                        "new_status": "COMPLETED",
+                    },
                 ]
             },
         },
     )
     out = render_item(ctx(), todo)
     assert out.startswith("**Task list**\n\n- [x] done\n- [ ] *(in progress)* doing\n- [ ] later")
-    assert "- added: later → `PENDING`" in out
+    # An addition the list shows as it is says nothing new; a status change does.
+    assert "added" not in out
+    assert "- updated: done → `COMPLETED`" in out
 
 
 def test_table_dict_and_list_rows_never_truncated() -> None:
@@ -132,7 +139,8 @@ def test_user_questions_observed_fields_shape() -> None:
     assert "1. **Which colour?** *(multiple choice, free-text answer allowed)*" in out
     assert "   - Red — warm" in out
     assert "   - Blue" in out
-    assert "   - *free-text answer allowed*" in out
+    # Free text is allowed: said once, in the question's aside, not again as an option.
+    assert out.count("free-text answer allowed") == 1
 
 
 def test_user_questions_legacy_shape_and_empty() -> None:

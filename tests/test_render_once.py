@@ -236,7 +236,7 @@ def test_conversation_md_tags_interrupted_and_rewritten_turns() -> None:
     for lang in ("en", "zh"):
         lb = labels_for(lang)
         conv_md = render_thread(limit, lang)["conversation.md"]
-        head = conv_md.index(f"## {lb.turn} 1")
+        head = conv_md.index(f"## [{lb.turn} 1")
         assert conv_md.index(f"> {lb.tag_limit}", head) < conv_md.index(f"### {lb.query}")
         assert f"### {lb.answer}\n\n> {lb.answer_rewritten}\n\nThe tide turns" in conv_md
         turn_md = render_thread(limit, lang)["turns/turn_0001.md"]
@@ -252,11 +252,12 @@ def test_conversation_md_tags_interrupted_and_rewritten_turns() -> None:
 def test_a_stub_turn_in_conversation_md_links_its_sub_agent_work() -> None:
     files = render_thread(computer_conversation())
     assert (
-        "## Turn 2 — 2035-12-26 00:01 UTC\n\n> The sub-agent work reported in this turn is in"
+        "## [Turn 2 — 2035-12-26 00:01 UTC](turns/turn_0002.md)\n\n"
+        "> The sub-agent work reported in this turn is in"
         " [its turn file](turns/turn_0002.md)." in files["conversation.md"]
     )
     assert "Late helper" in files["turns/turn_0002.md"]
-    assert "[its turn file]" not in files["conversation.md"].split("## Turn 2")[0]
+    assert "[its turn file]" not in files["conversation.md"].split("## [Turn 2")[0]
 
 
 def test_a_sub_agent_log_step_is_shown_where_it_happened() -> None:

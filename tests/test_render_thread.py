@@ -39,12 +39,18 @@ def after_front_matter(text: str) -> str:
 def test_search_thread() -> None:
     files = render_thread(search_conversation())
     conv_md = files["conversation.md"]
-    assert conv_md.startswith('---\ntitle: "Otters"\nurl: ""\nuuid: "w-search"\n')
+    # No empty `url: ""`: a key without a value is left out.
+    assert conv_md.startswith('---\ntitle: "Otters"\nuuid: "w-search"\n')
+    # One header line: date, mode, author and counts once, then the links.
     assert after_front_matter(conv_md).startswith(
-        "# Otters\n\n> 2035-12-26 · search · [Turn 1 →](turns/turn_0001.md) · [Sources](sources.md)"
-        "\n\n> Mode: search | Author: ada | Turns: 1 | Citations: 1\n"
+        "# Otters\n\n> 2035-12-26 · search · Author: ada · Turns: 1 · Sources: 1"
+        " · [Archive index](../../../index.md) · [Turn 1 →](turns/turn_0001.md)"
+        " · [Sources](sources.md)\n\n## "
     )
-    assert "## Turn 1 — 2035-12-26 00:00 UTC\n\n### Query\n\nwhy do otters hold hands" in conv_md
+    assert (
+        "## [Turn 1 — 2035-12-26 00:00 UTC](turns/turn_0001.md)\n\n### Query\n\n"
+        "why do otters hold hands" in conv_md
+    )
     assert "### Answer\n\nOtters hold hands $while sleeping$." in conv_md
     turn = files["turns/turn_0001.md"]
     assert turn.index("## Query") < turn.index("## Work process") < turn.index("## Answer")
@@ -65,16 +71,17 @@ def test_search_thread() -> None:
     }
     assert files["sources.json"].startswith('{\n "count": 1,')
     assert after_front_matter(files["sources.md"]) == (
-        "# Sources\n\n> 2035-12-26 · search · [Conversation](conversation.md)"
+        "# Sources\n\n> 2035-12-26 · search · [Archive index](../../../index.md)"
+        " · [Conversation](conversation.md)"
         " · [Turn 1 →](turns/turn_0001.md)\n\n## [Turn 1](turns/turn_0001.md)\n\n"
-        "- \\[1\\] [Otter facts](https://example.org/otters)\n"
+        "### Answer (1)\n\n- \\[1\\] [Otter facts](https://example.org/otters)\n"
     )
 
 
 def test_empty_query_and_answer_placeholders() -> None:
     files = render_thread(computer_conversation(), "zh")
     assert (
-        "## 轮次 2 — 2035-12-26 00:01 UTC\n\n"
+        "## [轮次 2 — 2035-12-26 00:01 UTC](turns/turn_0002.md)\n\n"
         "> 本轮报告的子代理工作见[本轮文件](turns/turn_0002.md)。"
         "\n\n### 提问\n\n（空）\n\n### 回答\n\n（无）" in files["conversation.md"]
     )
@@ -84,7 +91,7 @@ def test_empty_query_and_answer_placeholders() -> None:
 
 def test_computer_turn_work_process() -> None:
     turn = render_thread(computer_conversation())["turns/turn_0001.md"]
-    assert f"## Work process (steps: 6 · {EN.tag_limit})" in turn
+    assert f"## Work process (steps: 5 · {EN.tag_limit})" in turn  # the steps shown
     assert "### Step 1 · Thinking\n\n> Let me plan." in turn
     assert "### Step 2 · Run script (`bash`) — 2035-12-26 00:00:12 → 2035-12-26 00:00:13" in turn
     assert "````bash\necho ```\n````" in turn
@@ -121,10 +128,13 @@ def test_background_appendix_only_in_conversation_md() -> None:
     files = render_thread(computer_conversation())
     conv_md = files["conversation.md"]
     assert "## Background tasks (not attributed to a turn)" in conv_md
+    # One status line: the run's status and time with one end value (its last update,
+    # as it never completed); the interruption tag is the fold's summary's.
     assert (
-        f"> Status: `WORKFLOW_CANCELED` · {EN.tag_canceled} · "
-        "Time: 2035-12-25 23:40:00 → 2035-12-25 23:50:00"
+        "> Status: `WORKFLOW_CANCELED` · Time: 2035-12-25 23:40:00 → · last update: 2035-12-25"
+        " 23:50:00"
     ) in conv_md
+    assert conv_md.count("Status:") == 1 and conv_md.count(EN.tag_canceled) == 1
     assert (
         f"🤖 Background task: Orphan run (steps: 1 · no conclusion · {EN.tag_canceled})" in conv_md
     )
@@ -149,11 +159,23 @@ def test_council_blocks() -> None:
 def test_report() -> None:
     conv = report_conversation()
     out = render_report(conv, "Body \\(x\\)\n\n\n")
-    nav = "> 2035-12-26 · search · [Conversation](conversation.md) · [Turn 1 →](turns/turn_0001.md)"
+    nav = (
+        "> 2035-12-26 · search · [Archive index](../../../index.md)"
+        " · [Conversation](conversation.md) · [Turn 1 →](turns/turn_0001.md)"
+    )
     assert after_front_matter(out) == (
         f"# Otter report\n\n{nav} · [Sources](sources.md)\n\n"
         "> Artifact file: otters.md\n\nBody $x$\n"
     )
     zh = render_report(search_conversation(), "B", "zh")
-    assert after_front_matter(zh).startswith("# 研究报告\n\n> 2035-12-26 · search · [对话]")
+    assert after_front_matter(zh).startswith("# 研究报告\n\n> 2035-12-26 · search · [存档索引]")
     assert zh.endswith("\n\nB\n")
+
+
+def test_report_does_not_repeat_its_title() -> None:
+    conv = report_conversation()
+    out = after_front_matter(render_report(conv, "# Otter report\n\nBody.\n"))
+    assert out.count("Otter report") == 1 and out.endswith("Body.\n")
+    # A body whose first heading is another title keeps it.
+    other = after_front_matter(render_report(conv, "# Findings\n\nBody.\n"))
+    assert "# Findings" in other

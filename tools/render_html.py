@@ -20,12 +20,21 @@ from pathlib import Path
 import yaml  # type: ignore[import-untyped]
 from markdown_it import MarkdownIt
 
-STYLE = """body{font:15px/1.5 system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em}
-pre{background:#f6f8fa;padding:.6em;overflow:auto}code{background:#f6f8fa}
-blockquote{color:#555;border-left:4px solid #ddd;margin:0;padding:0 1em}
-table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}
-details{border:1px solid #ddd;padding:.3em .6em;margin:.4em 0}
-.fm td:first-child{font-weight:bold}"""
+# Close to GitHub's Markdown view (github-markdown-css, light): what a reader of an
+# archive pushed to GitHub sees.
+STYLE = """body{font:16px/1.5 -apple-system,BlinkMacSystemFont,"Segoe UI","Noto Sans",Helvetica,
+Arial,sans-serif,"Noto Sans CJK SC";color:#1f2328;max-width:980px;margin:2em auto;padding:0 2em}
+a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
+h1,h2{border-bottom:1px solid #d1d9e0;padding-bottom:.3em}h1{font-size:2em}h2{font-size:1.5em}
+h1,h2,h3,h4{font-weight:600;margin:1.5em 0 .6em}
+pre{background:#f6f8fa;padding:16px;border-radius:6px;overflow:auto;font-size:85%}
+code{background:#eff1f3;border-radius:6px;padding:.2em .4em;font-size:85%}
+pre code{padding:0;background:none}
+blockquote{color:#59636e;border-left:.25em solid #d1d9e0;margin:0 0 16px;padding:0 1em}
+table{border-collapse:collapse;margin:0 0 16px}td,th{border:1px solid #d1d9e0;padding:6px 13px}
+tr:nth-child(2n){background:#f6f8fa}
+details{margin:0 0 16px}summary{cursor:pointer}
+.fm{font-size:85%}.fm td:first-child{font-weight:600}"""
 
 
 def to_html(text: str) -> str:

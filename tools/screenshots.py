@@ -1,12 +1,14 @@
-"""Screenshots of a computer, a council and a deep-research turn, in both render flavours.
+"""Screenshots of one thread per mode (its conversation.md and first turn) and of the
+archive's index.md, in both render flavours.
 
     python -m tools.screenshots OUT [--open] [--height 2000] [--lang en|zh]
 
 Builds the demo archive (the bundled sample library, exported through the in-process
 emulator: never the shared corpus) in a temporary directory, once per flavour (github, then
-obsidian re-rendered from the same raw files), picks the largest first turn of each of the
-three modes, and writes OUT/<mode>__<flavor>.html and .png (headless Chromium, `chromium`
-on PATH; without it only the HTML is written).
+obsidian re-rendered from the same raw files), picks the largest first turn of each mode,
+and writes OUT/<mode>__<flavor>.html and .png (the turn), OUT/<mode>__conversation__<flavor>
+(its conversation.md) and OUT/index__<flavor> (headless Chromium, `chromium` on PATH;
+without it only the HTML is written). The CSS is close to GitHub's Markdown view.
 
 The HTML approximates what a reader sees: CommonMark + tables with markdown-it-py
 (tools/render_html.py; front matter as a table, as GitHub shows it). For the obsidian
@@ -28,7 +30,7 @@ from pathlib import Path
 
 from tools.render_html import to_html
 
-MODES = ("computer", "council", "deep-research")
+MODES = ("search", "deep-research", "computer", "council", "study")
 FLAVORS = ("github", "obsidian")
 
 _CALLOUT = re.compile(r"^> \[!(\w+)\]([-+]?) ?(.*)$")
@@ -42,7 +44,8 @@ def _unquote(line: str) -> str:
 
 def callouts_to_details(md: str) -> str:
     """Obsidian callouts (`> [!note]- title` and the quoted lines under it) as <details>
-    folds, nested ones included; `-` folded, `+` or none open. Fenced code is left alone."""
+    folds, nested ones included; `-` folded, `+` open; a callout that does not fold as a
+    quote. Fenced code is left alone."""
     lines = md.split("\n")
     out: list[str] = []
     fence = ""
@@ -64,6 +67,12 @@ def callouts_to_details(md: str) -> str:
         head = _CALLOUT.match(line)
         if head is None:
             out.append(line)
+            i += 1
+            continue
+        if not head.group(2):
+            # A callout that does not fold (`> [!warning] text`): a box with its text, read
+            # as the quote the github flavour writes.
+            out.append(f"> {head.group(3)}" if head.group(3) else ">")
             i += 1
             continue
         body: list[str] = []
@@ -159,20 +168,24 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="pplx-screens-") as tmp:
         roots = build_archives(Path(tmp), args.lang)
         turns = pick_turns(roots["github"])
+        shots: list[tuple[str, Path]] = [("index", Path("index.md"))]
         for mode in MODES:
             if mode not in turns:
                 print(f"{mode}: no thread of this mode in the demo archive")
                 continue
+            shots.append((mode, turns[mode]))
+            shots.append((f"{mode}__conversation", turns[mode].parent.parent / "conversation.md"))
+        for name, rel in shots:
             for flavor in FLAVORS:
-                text = (roots[flavor] / turns[mode]).read_text(encoding="utf-8")
+                text = (roots[flavor] / rel).read_text(encoding="utf-8")
                 if flavor == "obsidian":
                     text = obsidian_to_commonmark(text)
                 page = to_html(text)
                 if args.open:
                     page = page.replace("<details>", "<details open>")
-                target = args.out / f"{mode}__{flavor}.html"
+                target = args.out / f"{name}__{flavor}.html"
                 target.write_text(page, encoding="utf-8")
-                line = f"{mode} ({flavor}): {turns[mode]} -> {target}"
+                line = f"{name} ({flavor}): {rel} -> {target}"
                 if browser is not None:
                     png = target.with_suffix(".png")
                     ok = screenshot(browser, target, png, args.height)

@@ -138,6 +138,16 @@ class ThreadDirs:
         """A directory the run removed or renamed away."""
         self._by_key.get(path.name[-_KEY:], set()).discard(path)
 
+    def rels(self) -> list[str]:
+        """`⟨account⟩/⟨mode⟩/⟨dir⟩` of every listed thread directory (no trash), sorted: what
+        a later step of the run reads instead of listing the archive again."""
+        out = []
+        for paths in self._by_key.values():
+            for p in paths:
+                if not p.name.startswith(TRASH_PREFIX):
+                    out.append(p.relative_to(self.root).as_posix())
+        return sorted(out)
+
     def named_for(self, web_uuid: str) -> list[Path]:
         """Every listed directory whose name ends in `_⟨uuid8⟩`, sorted (the glob's answer)."""
         suffix = f"_{uuid8(web_uuid)}"

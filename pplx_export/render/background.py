@@ -39,8 +39,9 @@ def background_payloads(ctx: Ctx, run_id: str) -> list[WfPayload]:
     return out
 
 
-def launcher_line(ctx: Ctx, run_id: str) -> str:
-    """The background root's launcher step (`run_subagent`): title, tool and time."""
+def launcher_line(ctx: Ctx, run_id: str, with_time: bool = True) -> str:
+    """The background root's launcher step (`run_subagent`): title, tool and time (left
+    out with `with_time` False: the caller's status line gives it)."""
     parts: list[str] = []
     for root in ctx.conv.views.roots_of(run_id):
         for step in root.block.steps:
@@ -49,7 +50,8 @@ def launcher_line(ctx: Ctx, run_id: str) -> str:
             title = one_line(step.title)
             tool = step.tool_name
             text = " ".join(x for x in (f"`{tool}`" if tool else "", title) if x)
-            text += time_range(step.started_at, step.completed_at)
+            if with_time:
+                text += time_range(step.started_at, step.completed_at)
             if text.strip() and text not in parts:
                 parts.append(text)
     return quote(" · ".join(parts)) if parts else ""

@@ -40,6 +40,9 @@ class Ctx:
     # page being rendered (relative to the thread directory), which links are relative to.
     files: Files = NO_FILES
     page: str = "conversation.md"
+    # The thread's space page relative to the archive root (`spaces/<file>.md`, "" = none
+    # known): the caller names it, as `spaces` does, so every page can link up to it.
+    space_page: str = ""
 
     @property
     def sub_map(self) -> dict[str, SubAgent]:
@@ -57,6 +60,7 @@ class Ctx:
             self.flavor,
             self.files,
             self.page,
+            self.space_page,
         )
 
     def with_locked_reason(self, locked_reason: str) -> Ctx:
@@ -70,6 +74,7 @@ class Ctx:
             self.flavor,
             self.files,
             self.page,
+            self.space_page,
         )
 
     def with_turn(self, answer: str, locked_reason: str) -> Ctx:
@@ -83,6 +88,7 @@ class Ctx:
             self.flavor,
             self.files,
             self.page,
+            self.space_page,
         )
 
     def with_page(self, page: str) -> Ctx:
@@ -96,4 +102,5 @@ class Ctx:
             self.flavor,
             self.files,
             page,
+            self.space_page,
         )

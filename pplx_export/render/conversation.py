@@ -6,54 +6,100 @@ from pplx_export.models import AppendixItem, Turn
 from pplx_export.render.background import background_log, launcher_line
 from pplx_export.render.context import Ctx
 from pplx_export.render.files import file_line
-from pplx_export.render.page import front_matter, nav_line, turn_file
-from pplx_export.render.plan import plan_block
-from pplx_export.render.text import finish, join_blocks, link, one_line, quote, step_time
+from pplx_export.render.page import front_matter, nav_line, source_count, turn_file
+from pplx_export.render.plan import plan_block, plan_goals, step_titles
+from pplx_export.render.text import (
+    OBSIDIAN,
+    escape_inline,
+    finish,
+    join_blocks,
+    link,
+    one_line,
+    quote,
+    step_time,
+    ts,
+)
 from pplx_export.render.tree import nested
 from pplx_export.render.turn import linked_answer, rewritten_note, turn_heading
 
+# A thread with more turns than this gets a turn list under its header.
+TURN_LIST_FROM = 4
+# Words of a query the turn list shows.
+QUERY_WORDS = 12
+
 
 def header(ctx: Ctx) -> str:
+    """Front matter, title and one header line: date, mode and space once, then author,
+    turn and source counts, then the links."""
     lb, conv = ctx.labels, ctx.conv
     facts = [
-        f"{lb.mode}{lb.sep}{conv.mode}",
-        f"{lb.author}{lb.sep}{conv.author}",
+        f"{lb.author}{lb.sep}{conv.author}" if conv.author else "",
         f"{lb.turns}{lb.sep}{len(conv.turns)}",
-        f"{lb.citations}{lb.sep}{len(conv.citations)}",
+        f"{lb.sources_count}{lb.sep}{source_count(ctx)}",
     ]
-    if conv.space is not None and conv.space.title:
-        facts.append(f"{lb.space}{lb.sep}{one_line(conv.space.title)}")
     title = one_line(conv.title) or lb.untitled
     return join_blocks(
         [
             front_matter(conv, title),
             f"# {title}",
-            nav_line(ctx, "conversation.md"),
-            "> " + " | ".join(facts),
+            nav_line(ctx, "conversation.md", [f for f in facts if f]),
+            turn_list(ctx),
         ]
     )
 
 
+def first_words(text: str, n: int = QUERY_WORDS) -> str:
+    words = text.split()
+    return " ".join(words[:n]) + (" …" if len(words) > n else "")
+
+
+def turn_list(ctx: Ctx) -> str:
+    """`- Turn N · date · first words of the query`, each linked to its turn file, for a
+    thread long enough that paging turn by turn is slow."""
+    turns = ctx.conv.turns
+    if len(turns) < TURN_LIST_FROM:
+        return ""
+    lb = ctx.labels
+    lines = []
+    for turn in turns:
+        when = ts(turn.created_us)[:10]
+        label = f"{lb.turn} {turn.index}" + (f" · {when}" if when else "")
+        words = first_words(turn.query) or lb.empty
+        lines.append(f"- {link(label, turn_file(turn.index), ctx.flavor)} · {escape_inline(words)}")
+    return "\n".join(lines)
+
+
 def appendix_item(ctx: Ctx, item: AppendixItem) -> str:
+    """One background run: a single status line (status, interruption, model, time with
+    one end value: the run's completion, else its last update), the launcher, the run.
+    The interruption tag is the fold's summary's."""
     lb = ctx.labels
     wp = item.payload
     facts = [f"{lb.status}{lb.sep}`{wp.status or lb.unknown}`"]
-    tag = lb.tag(wp.status, item.locked_reason)
-    if tag:
-        facts.append(tag)
     if item.locked_reason:
         facts.append(f"locked_reason{lb.sep}`{item.locked_reason}`")
+    if wp.model:
+        facts.append(f"{lb.model}{lb.sep}`{wp.model}`")
     start = step_time(wp.started_at)
-    end = step_time(wp.completed_at or item.updated)
-    if start or end:
-        facts.append(f"{lb.time}{lb.sep}{start or '?'} → {end or '?'}")
-    block = nested(ctx, wp, 0, frozenset({id(wp)}), lb.background_task, item.locked_reason)
+    if wp.completed_at:
+        facts.append(f"{lb.time}{lb.sep}{start or '?'} → {step_time(wp.completed_at)}")
+    else:
+        if start:
+            facts.append(f"{lb.time}{lb.sep}{start} →")
+        if item.updated:
+            facts.append(f"{lb.last_update}{lb.sep}{step_time(item.updated)}")
+    line = " · ".join(facts)
+    bg = {item.bg_uuid} - {""}
+    block = nested(
+        ctx, wp, 0, frozenset({id(wp)}), lb.background_task, item.locked_reason, meta_line=line
+    )
+    # The plan without the goals the run shows as steps (computed only when it has one).
+    titles = step_titles([wp]) if plan_goals(ctx, bg, "background_entries") else None
     return join_blocks(
         [
-            quote(" · ".join(facts)),
-            launcher_line(ctx, wp.id),
+            launcher_line(ctx, wp.id, with_time=False),
             block,
-            plan_block(ctx, {item.bg_uuid} - {""}),
+            plan_block(ctx, bg, titles=titles, shown_md=block),
             background_log(ctx, item.log, block),
         ]
     )
@@ -79,6 +125,9 @@ def turn_notes(ctx: Ctx, turn: Turn) -> str:
     if turn.stub_runs:
         target = link(lb.stub_work_link, turn_file(turn.index), ctx.flavor)
         notes.append(lb.stub_work.format(link=target))
+    if tag and ctx.flavor == OBSIDIAN:
+        # Obsidian shows an interruption as a warning callout (its own colour and icon).
+        return quote("[!warning] " + " · ".join(notes))
     return quote(" · ".join(notes)) if notes else ""
 
 
@@ -87,7 +136,7 @@ def render_conversation(ctx: Ctx) -> str:
     blocks = [header(ctx)]
     for turn in ctx.conv.turns:
         blocks += [
-            turn_heading(ctx, turn, "##"),
+            turn_heading(ctx, turn, "##", turn_file(turn.index)),
             turn_notes(ctx, turn),
             f"### {lb.query}",
             turn.query.strip("\n") if turn.query.strip() else lb.empty,

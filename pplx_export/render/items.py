@@ -148,10 +148,15 @@ def render_todo(ctx: Ctx, item: WfItem) -> str:
         mark = "[x]" if status == "COMPLETED" else "[ ]"
         note = f"*{ctx.labels.in_progress}* " if status == "IN_PROGRESS" else ""
         lines.append(f"- {mark} {note}{entry.description.strip()}")
+    # An item added with the status the list shows says nothing the list does not: only
+    # the changes that carry information (status changes, removals, other additions).
+    listed = {(e.description.strip(), e.status.upper()) for e in todo.entries}
     changes = []
     for d in todo.changes:
         desc = d.description.strip()
         action = d.action.removeprefix("TODO_DIFF_").lower()
+        if action == "added" and (desc, d.new_status.upper()) in listed:
+            continue
         if desc or action:
             changes.append(
                 f"- {action}{ctx.labels.sep}{desc}"
@@ -202,6 +207,8 @@ def render_user_questions(ctx: Ctx, item: WfItem) -> str:
             otitle = opt.title.strip()
             desc = opt.description.strip()
             if opt.free_text_selection and not otitle:
+                if field.free_text:
+                    continue  # the question's aside says it already
                 otitle = f"*{lb.free_text}*"
             if otitle or desc:
                 lines.append(f"   - {otitle}" + (f" — {desc}" if desc else ""))

@@ -98,6 +98,7 @@ class Labels:
     create_chart: str
     images: str
     unrendered: str
+    payload_json: str
     council_research: str
     # workflow items
     searching: str
@@ -117,11 +118,21 @@ class Labels:
     report_title: str
     nav_open: str
     nav_conversation: str
+    nav_index: str
+    last_update: str
+    index_title: str
+    index_date: str
+    index_thread: str
+    index_threads: str
+    index_spaces: str
+    sources_count: str  # the header's count of web pages shown
+    turn_list: str
     artifact_file: str
     # shown once: pointers where a copy is left out, and what conversation.md notes
     to_answer: str
     to_conclusion: str
     answer_rewritten: str
+    answer_rewritten_kept: str  # {link}: the hand-archived original
     answer_lost: str  # {what}: the loss line; the answer the raw entry holds was not read
     sources_lost: str
     related: str
@@ -239,6 +250,7 @@ EN = Labels(
     create_chart="Create chart",
     images="Generated images",
     unrendered="unrendered type",
+    payload_json="Payload (JSON)",
     council_research="Council research",
     searching="Searching",
     task_list="Task list",
@@ -256,12 +268,25 @@ EN = Labels(
     report_title="Research report",
     nav_open="Open on perplexity.ai",
     nav_conversation="Conversation",
+    nav_index="Archive index",
+    last_update="last update",
+    index_title="Perplexity archive",
+    index_date="Date",
+    index_thread="Thread",
+    index_threads="Threads",
+    index_spaces="Spaces",
+    sources_count="Sources",
+    turn_list="Turns",
     artifact_file="Artifact file",
     to_answer="→ the final answer, below",
     to_conclusion="→ the conclusion, below",
     answer_rewritten=(
         "✎ Rewritten answer: the platform replaced this answer with an experiment variant"
         " (the original is not archived)."
+    ),
+    answer_rewritten_kept=(
+        "✎ Rewritten answer: the platform replaced this answer with an experiment variant;"
+        " the original, archived by hand: {link}."
     ),
     answer_lost=(
         "⚠ Answer not read: the raw entry holds an answer ({size} characters in `{where}`)"
@@ -364,6 +389,7 @@ ZH = Labels(
     create_chart="创建图表",
     images="生成图片结果",
     unrendered="未渲染类型",
+    payload_json="载荷（JSON）",
     council_research="模型委员会检索",
     searching="检索",
     task_list="任务清单",
@@ -381,10 +407,20 @@ ZH = Labels(
     report_title="研究报告",
     nav_open="在 perplexity.ai 打开",
     nav_conversation="对话",
+    nav_index="存档索引",
+    last_update="最后更新",
+    index_title="Perplexity 存档",
+    index_date="日期",
+    index_thread="线程",
+    index_threads="线程数",
+    index_spaces="空间",
+    sources_count="来源",
+    turn_list="轮次",
     artifact_file="产物文件",
     to_answer="→ 见下方最终回答",
     to_conclusion="→ 见下方结论",
     answer_rewritten="✎ 回答已被改写：平台以实验变体替换了此回答（原回答未存档）。",
+    answer_rewritten_kept="✎ 回答已被改写：平台以实验变体替换了此回答；原回答已手动存档：{link}。",
     answer_lost=(
         "⚠ 回答未能读取：原始条目含有回答（`{where}` 中 {size} 个字符），"
         "但其格式本版本 pplx-export 尚不能读取。原始文件已保留；"

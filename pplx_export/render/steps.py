@@ -18,6 +18,7 @@ from pplx_export.render.text import (
     join_blocks,
     link,
     one_line,
+    payload_fold,
     quote,
     step_time,
     summary_text,
@@ -154,7 +155,11 @@ def render_step(ctx: Ctx, step: Step) -> str:
         return _council_round(step)
     if kind == "COUNCIL_RESEARCH":
         return _council_research(ctx, step)
-    return f"**{kind}** *({lb.unrendered})*"
+    # The payload under the placeholder: what search finds in it, the reader sees.
+    payload = step.content or {k: v for k, v in step.raw.items() if k != "step_type"}
+    return join_blocks(
+        [f"**{kind}** *({lb.unrendered})*", payload_fold(lb.payload_json, payload, ctx.flavor)]
+    )
 
 
 def render_steps(ctx: Ctx, steps: Sequence[Step]) -> str:

@@ -10,7 +10,7 @@ from pplx_export.render.background import background_log, background_payloads, l
 from pplx_export.render.context import Ctx
 from pplx_export.render.items import is_the_answer
 from pplx_export.render.latex import norm
-from pplx_export.render.plan import plan_block
+from pplx_export.render.plan import plan_block, plan_goals, step_titles
 from pplx_export.render.shown import Shown
 from pplx_export.render.steps import novel_steps, render_step, render_steps
 from pplx_export.render.text import (
@@ -99,7 +99,7 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
             prompts.append(prompt.strip("\n"))
     if prompts:
         blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote("\n\n".join(prompts)))
-    blocks.append(plan_block(ctx, {sub.thread_uuid} - {""}, skip=sub.answer))
+    plan_at = len(blocks)  # the plan goes here, once the steps it may repeat are known
     primary = copies[0] if copies else wp
     seen = frozenset({id(wp), *(id(c) for c in copies)})
     parts, conclusion, cited = nested_steps(ctx, primary, 0, seen, answer=sub.answer)
@@ -117,6 +117,15 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     # What only the log has goes where it happened among the payload's steps; what has no
     # time to place it by stays in a fold of its own.
     body, extra = interleave(ctx, parts, extra)
+    # The goals its steps do not show (as a title or a line of their own): the plan mostly
+    # repeats them.
+    uuids = {sub.thread_uuid} - {""}
+    if plan_goals(ctx, uuids, "background_entries"):
+        titles = step_titles([wp, *copies], sub.steps)
+        shown = join_blocks(body)
+        blocks.insert(
+            plan_at, plan_block(ctx, uuids, skip=sub.answer, titles=titles, shown_md=shown)
+        )
     if body:
         n = len(primary.steps)
         blocks.append(
@@ -210,5 +219,11 @@ def render_stub_section(ctx: Ctx, turn: Turn) -> str:
     for run in turn.stub_runs:
         wp = run.payload
         block = nested(ctx, wp, 0, frozenset({id(wp)}), lb.subagent, turn.metadata.locked_reason)
-        blocks += [launcher_line(ctx, wp.id), block, background_log(ctx, run.log, block)]
+        # When the run's own status line gives its time, the launcher's title only.
+        own_time = bool(time_range(wp.started_at, wp.completed_at))
+        blocks += [
+            launcher_line(ctx, wp.id, with_time=not own_time),
+            block,
+            background_log(ctx, run.log, block),
+        ]
     return join_blocks(blocks)

@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
+from pplx_export.util.jsontext import dumps_indented
+
 _BACKTICK_RUN = re.compile(r"`+")
 _MODEL_LINK = re.compile(r"\[([^\]]+)\]\(pplx://action/[^)]+\)")
 _ANGLE_URL = re.compile(r"[ ()<>]")
@@ -173,6 +175,14 @@ def details(summary: str, body: str, flavor: str) -> str:
     return f"<details>\n<summary>{summary}</summary>\n\n{inner}\n\n</details>"
 
 
+def payload_fold(summary: str, value: Any, flavor: str) -> str:
+    """A payload this version does not render, as folded JSON: what `search` indexes of it
+    is then on the page too ("" for an empty payload)."""
+    if not value:
+        return ""
+    return details(summary, fenced(dumps_indented(value, 1), "json"), flavor)
+
+
 def callout(summary: str, body: str) -> str:
     """`> [!note]- summary` and the body quoted under it: a callout folded until clicked.
     A fold inside the body is a callout already, so nesting adds one `>` per level."""
@@ -240,6 +250,11 @@ def demote(md: str, top: int) -> str:
         level = min(6, len(h.group(2)) + shift)
         lines[i] = h.group(1) + "#" * level + lines[i][h.end() :]
     return "\n".join(lines)
+
+
+def escape_inline(text: str) -> str:
+    """One line of plain text in a Markdown line: markup characters escaped."""
+    return _BOLD_ESCAPE.sub(r"\\\g<0>", one_line(text))
 
 
 def bold(text: str) -> str:

@@ -43,6 +43,7 @@ from pplx_export.render.text import (
     link,
     model_links,
     one_line,
+    payload_fold,
     quote,
     summary_text,
     time_range,
@@ -75,7 +76,10 @@ def render_item(ctx: Ctx, item: WfItem, depth: int = 0, seen: frozenset[int] = f
     if kind == CONTENT:
         return render_content(item)
     lb = ctx.labels
-    return f"*{lb.par(f'{kind or chr(63)}{lb.sep}{lb.unrendered}').strip()}*"
+    head = f"*{lb.par(f'{kind or chr(63)}{lb.sep}{lb.unrendered}').strip()}*"
+    # The payload under the placeholder: what search finds in it, the reader sees.
+    payload = {k: v for k, v in item.raw.items() if k != "type"}
+    return join_blocks([head, payload_fold(lb.payload_json, payload, ctx.flavor)])
 
 
 def render_workflow_item(ctx: Ctx, wp: WfPayload, depth: int, seen: frozenset[int]) -> str:
@@ -139,6 +143,16 @@ def flattened(ctx: Ctx, top: WfPayload, seen: frozenset[int]) -> str:
         # Children next, in their order (a stack: pushed last to first).
         stack += [(child, path) for child in reversed(children)]
     return join_blocks(out)
+
+
+def drop_repeated_label(lb: Labels, title: str, body: str) -> str:
+    """`body` without its leading `**Searching:**` / `**Asked the user:**` label when the
+    step's `title` already says it (a step titled from its kind, or `Searching …`)."""
+    for label in (lb.searching, lb.asked_user):
+        bold_label = f"**{label}{lb.colon}**"
+        if body.startswith(bold_label) and title.casefold().startswith(label.casefold()):
+            return body[len(bold_label) :].lstrip(" \n")
+    return body
 
 
 def step_label(step: WfStep, lb: Labels) -> str:
@@ -252,6 +266,8 @@ def nested_steps(
             if shown is not None and shown.covers(item_atoms(item)):
                 continue
             rendered = render_item(inner, item, depth + 1, seen)
+            if not step_parts:
+                rendered = drop_repeated_label(ctx.labels, one_line(step.title), rendered)
             if rendered.strip():
                 step_parts.append(rendered)
         label = step_label(step, ctx.labels)
@@ -272,14 +288,17 @@ def nested(
     seen: frozenset[int],
     label: str,
     locked_reason: str | None = None,
+    meta_line: str | None = None,
 ) -> str:
-    """A nested workflow payload as a folded block with its conclusion and citations."""
+    """A nested workflow payload as a folded block with its conclusion and citations.
+    `meta_line` replaces the run's status/model/time line (a caller that shows the run's
+    status and time once, with the end value it knows best)."""
     lb = ctx.labels
     lr = ctx.locked_reason if locked_reason is None else locked_reason
     ctx = ctx.with_locked_reason(lr)
     parts, conclusion, cited = nested_body(ctx, wp, depth, seen)
     stat = (
-        lb.steps_n.format(n=len(wp.steps))
+        lb.steps_n.format(n=len(parts))  # the steps shown
         + " · "
         + (lb.has_conclusion if conclusion else lb.no_conclusion)
     )
@@ -299,6 +318,8 @@ def nested(
     span = time_range(wp.started_at, wp.completed_at)
     if span:
         meta.append(f"{lb.time}{lb.sep}{span.removeprefix(' — ')}")
+    if meta_line is not None:
+        meta = [meta_line] if meta_line else []
     blocks = [quote(" · ".join(meta))] if meta else []
     if wp.prompt.strip():
         blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(wp.prompt.strip("\n")))

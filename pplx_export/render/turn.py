@@ -8,10 +8,10 @@ from pplx_export.models import Turn
 from pplx_export.parse.mode_tables import WORKFLOW_MODES
 from pplx_export.render.cite import citation_lines, definitions, link_markers, turn_cites
 from pplx_export.render.context import Ctx
-from pplx_export.render.files import file_lines, unlinked
+from pplx_export.render.files import file_lines, relative, unlinked
 from pplx_export.render.latex import norm
 from pplx_export.render.page import front_matter, nav_line, turn_file
-from pplx_export.render.plan import plan_block
+from pplx_export.render.plan import plan_block, plan_goals, step_titles
 from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.subagents import render_stub_section
 from pplx_export.render.text import (
@@ -94,13 +94,25 @@ def rewritten_note(ctx: Ctx, turn: Turn) -> str:
     ids = {turn.uuid, turn.backend_uuid} - {""}
     for record in ctx.conv.answer_variants:
         if record.get("entry_uuid") in ids:
+            if ctx.memo.get(HAND_ARCHIVED):
+                target = link(VARIANT_FILE, relative(VARIANT_FILE, ctx.page), ctx.flavor)
+                return quote(ctx.labels.answer_rewritten_kept.format(link=target))
             return quote(ctx.labels.answer_rewritten)
     return ""
 
 
-def turn_heading(ctx: Ctx, turn: Turn, level: str) -> str:
+# The file a user saves the original of a rewritten answer in, beside conversation.md, and
+# the ctx.memo key that says the thread has one (render_thread's `variant_saved`).
+VARIANT_FILE = "rewritten_answer_variant.md"
+HAND_ARCHIVED = "variant_saved"
+
+
+def turn_heading(ctx: Ctx, turn: Turn, level: str, target: str = "") -> str:
+    """`## Turn N — time`; with `target`, the heading is a link to the turn's own page
+    (conversation.md: one click to any turn's work process)."""
     when = ts(turn.created_us)
-    return f"{level} {ctx.labels.turn} {turn.index}" + (f" — {when}" if when else "")
+    text = f"{ctx.labels.turn} {turn.index}" + (f" — {when}" if when else "")
+    return f"{level} {link(text, target, ctx.flavor) if target else text}"
 
 
 def work_process(ctx: Ctx, turn: Turn) -> str:
@@ -132,15 +144,31 @@ def render_turn(ctx: Ctx, turn: Turn) -> str:
     shown_answer = linked_answer(ctx, turn, inline=False, top=3)
     here = turn_file(turn.index)
     title = f"{one_line(ctx.conv.title) or lb.untitled} · {lb.turn} {turn.index}"
+    work = work_process(ctx, turn)
+    stubs = render_stub_section(ctx, turn)
+    # A computer or council plan shows only goals that are not a step's title (deep-research
+    # and study plans are the only outline of their research: kept whole).
+    titles = None
+    uuids = {turn.uuid} - {""}
+    if ctx.conv.mode in WORKFLOW_MODES and plan_goals(ctx, uuids, "entries"):
+        payloads = [turn.workflow, *(run.payload for run in turn.stub_runs)]
+        titles = step_titles(payloads, turn.steps)
     blocks = [
         front_matter(ctx.conv, title),
         turn_heading(ctx, turn, "#"),
         nav_line(ctx, here),
         f"## {lb.query}",
         turn.query.strip("\n") if turn.query.strip() else lb.empty,
-        plan_block(ctx, {turn.uuid} - {""}, skip=answer, section="entries"),
-        work_process(ctx, turn),
-        render_stub_section(ctx, turn),
+        plan_block(
+            ctx,
+            uuids,
+            skip=answer,
+            section="entries",
+            titles=titles,
+            shown_md=join_blocks([work, stubs]) if titles is not None else "",
+        ),
+        work,
+        stubs,
         f"## {lb.answer}",
         rewritten_note(ctx, turn),
         shown_answer,

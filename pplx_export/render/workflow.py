@@ -7,7 +7,7 @@ from pplx_export.parse import interruptions
 from pplx_export.render import council, subagents
 from pplx_export.render.context import Ctx
 from pplx_export.render.text import bold, join_blocks
-from pplx_export.render.tree import render_item, step_heading
+from pplx_export.render.tree import drop_repeated_label, render_item, step_heading
 
 
 def render_generic_step(ctx: Ctx, i: int, step: WfStep) -> str:
@@ -16,7 +16,9 @@ def render_generic_step(ctx: Ctx, i: int, step: WfStep) -> str:
         # Nothing under it, no title and no interruption to report (a `share_file` call
         # with no items): an empty `### Step N` heading would only break the outline.
         return ""
-    return join_blocks([step_heading(ctx, i, step), body])
+    heading = step_heading(ctx, i, step)
+    title = heading.split(" · ", 1)[1] if " · " in heading else ""
+    return join_blocks([heading, drop_repeated_label(ctx.labels, title, body)])
 
 
 def render_wf_step(ctx: Ctx, i: int, step: WfStep) -> str:
@@ -31,7 +33,10 @@ def render_wf_step(ctx: Ctx, i: int, step: WfStep) -> str:
 def render_wf_block(ctx: Ctx, wf: WfPayload) -> str:
     """`## Work process (N steps · STATUS · tag)` and every step of a workflow block."""
     lb = ctx.labels
-    stat = [lb.steps_n.format(n=wf.n_listed)]
+    # Numbered by place in the raw list: an entry that is not a step keeps its number.
+    steps = [render_wf_step(ctx, step.position, step) for step in wf.steps]
+    # The count is of the steps shown (an empty untitled step is not).
+    stat = [lb.steps_n.format(n=sum(1 for text in steps if text))]
     # A status the tag below names (completed: no tag; awaiting, canceled: the tag) is not
     # repeated as the API's constant; one it does not know is shown as it came.
     if wf.status and interruptions.classify(wf.status, ctx.locked_reason) == interruptions.OTHER:
@@ -39,10 +44,11 @@ def render_wf_block(ctx: Ctx, wf: WfPayload) -> str:
     tag = lb.tag(wf.status, ctx.locked_reason)
     if tag:
         stat.append(tag)
-    blocks = [f"## {lb.work_process}{lb.par(' · '.join(stat))}"]
     headline = wf.headline.strip()
+    if not any(steps) and not headline and len(stat) == 1:
+        return ""  # nothing to show: no empty "Work process (steps: 0)" section
+    blocks = [f"## {lb.work_process}{lb.par(' · '.join(stat))}"]
     if headline:
         blocks.append(bold(headline))
-    # Numbered by place in the raw list: an entry that is not a step keeps its number.
-    blocks += [render_wf_step(ctx, step.position, step) for step in wf.steps]
+    blocks += steps
     return join_blocks(blocks)

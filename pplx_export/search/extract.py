@@ -231,9 +231,15 @@ def _sources(conv: Conversation) -> list[SourceRow]:
 
 
 def thread_row(
-    conv: Conversation, doc: JSON, rel: str, report_body: str | None = None
+    conv: Conversation,
+    doc: JSON,
+    rel: str,
+    report_body: str | None = None,
+    variant: str | None = None,
 ) -> ThreadRow:
-    """The index rows of the thread in directory `rel` (thread.json `doc`, parsed `conv`)."""
+    """The index rows of the thread in directory `rel` (thread.json `doc`, parsed `conv`).
+    `variant`: the original of a rewritten answer, saved by hand (rewritten_answer_variant.md):
+    searched as part of the answer of the turn it belongs to (the last rewritten turn)."""
     account, mode_folder, _ = [*rel.split("/", 2), "", ""][:3]
     space = conv.space
     if space is None:
@@ -266,6 +272,11 @@ def thread_row(
         seen: set[str] = set()
         extra = [t for item in conv.appendix for t in _strings(item.wp, seen)]
         last.agents = "\n".join(p for p in (last.agents, _join(extra)) if p)
+    if variant is not None and variant.strip() and row.turns:
+        rewritten = {str(r.get("entry_uuid") or "") for r in conv.answer_variants} - {""}
+        hits = [n for n, t in enumerate(conv.turns) if {t.uuid, t.backend_uuid} & rewritten]
+        target = row.turns[hits[-1] if hits else -1]
+        target.answer = "\n".join(p for p in (target.answer, segment(variant)) if p)
     row.sources = _sources(conv)
     if report_body is not None and report_body.strip():
         title = conv.report.info.title if conv.report is not None else ""

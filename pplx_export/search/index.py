@@ -58,12 +58,14 @@ RAW_ENTRIES = "raw_entries.json"
 RAW_BLOCKS = "raw_blocks.json"
 REPORT_BODY = "assets/report_body.md"
 REPORT_MD = "report.md"
+# The original of a rewritten answer, saved by hand beside the thread's pages (§5.8).
+VARIANT_MD = "rewritten_answer_variant.md"
 # The files a thread's rows are computed from, in signature order.
-INPUTS = (THREAD_JSON, RAW_ENTRIES, RAW_BLOCKS, REPORT_BODY)
+INPUTS = (THREAD_JSON, RAW_ENTRIES, RAW_BLOCKS, REPORT_BODY, VARIANT_MD)
 # Top-level folders of the archive that hold no threads (archive/paths.py RESERVED_TOP).
 RESERVED_TOP = frozenset({"index", "relations", "spaces"})
 # Bumped when the rows extracted from a thread change: every signature then differs.
-EXTRACT_VERSION = "1"
+EXTRACT_VERSION = "2"  # 2: the hand-archived rewritten answer
 # Threads per transaction in IndexUpdater. The parent holds a chunk's rows (the text of
 # every turn, step and source) until it writes them: at 200, a first render of 6,000
 # corpus threads peaked at 80 MiB in the parent, at 50 at 60 MiB, for 1-2% more CPU.
@@ -218,11 +220,20 @@ def load_thread(root: Path, rel: str) -> tuple[ThreadRow, str]:
     except SchemaError as exc:
         raise ThreadUnreadable(str(exc)) from exc
     body, body_stat = _report_body(base, conv)
-    sig = "|".join(
-        [EXTRACT_VERSION, *(_stamp(s) for s in (doc_stat, plain_stat, blocks_stat, body_stat))]
-    )
-    sig += "#" + content_digest(digests, _stamp(body_stat))
-    return thread_row(conv, doc, rel, body), sig
+    variant, variant_stat = _variant_text(base)
+    stats = (doc_stat, plain_stat, blocks_stat, body_stat, variant_stat)
+    sig = "|".join([EXTRACT_VERSION, *(_stamp(s) for s in stats)])
+    sig += "#" + content_digest(digests, f"{_stamp(body_stat)}|{_stamp(variant_stat)}")
+    return thread_row(conv, doc, rel, body, variant), sig
+
+
+def _variant_text(base: str) -> tuple[str | None, tuple[int, int] | None]:
+    """The hand-archived original of a rewritten answer and its stat (None, None: none)."""
+    try:
+        data, stat = read_with_stat(os.path.join(base, VARIANT_MD))
+    except OSError:
+        return None, None
+    return data.decode("utf-8", errors="replace"), stat
 
 
 def _report_body(base: str, conv: Conversation) -> tuple[str | None, tuple[int, int] | None]:
@@ -269,12 +280,13 @@ def fresh_rows(
     files = signature(root, rel)
     if files is None or files == files_part(indexed):
         return None
-    content = content_digest(digests, files.rsplit("|", 1)[1])
+    content = content_digest(digests, "|".join(files.split("|")[-2:]))
     sig = f"{files}#{content}"
     if content and content == indexed.partition("#")[2]:
         return None, sig
     body, _ = _report_body(os.path.join(root, rel), conv)
-    return thread_row(conv, doc, rel, body), sig
+    variant, _ = _variant_text(os.path.join(root, rel))
+    return thread_row(conv, doc, rel, body, variant), sig
 
 
 # ------------------------------------------------------------------ writing rows

@@ -17,6 +17,10 @@ from typing import TYPE_CHECKING, Any
 from pplx_export.archive.paths import thread_dir
 from pplx_export.renderer_version import RENDERER_VERSION
 
+# The hand-saved original of a rewritten answer (render.turn.VARIANT_FILE; the renderer is
+# imported on first use only).
+VARIANT_FILE = "rewritten_answer_variant.md"
+
 if TYPE_CHECKING:
     from pplx_export.archive.writer import WriteResult
     from pplx_export.models import Conversation, LocalFile
@@ -24,7 +28,8 @@ if TYPE_CHECKING:
 # The writer and the data model are imported where a thread is rendered, not here: a no-op
 # `re-render --changed-only` needs `default_engine` (its version and flavour) and nothing else.
 ParseFn = Callable[..., "Conversation"]
-RenderFn = Callable[["Conversation", str, Sequence["LocalFile"]], dict[str, str]]
+# render(conv, lang, local files[, variant_saved=True]) -> {relpath: text}
+RenderFn = Callable[..., dict[str, str]]
 ReportFn = Callable[["Conversation", str, str], str]
 
 
@@ -46,11 +51,29 @@ def _parse(*args: Any, **kwargs: Any) -> Conversation:
 
 
 def _render(
-    conv: Conversation, lang: str, local: Sequence[LocalFile] = (), flavor: str = "github"
+    conv: Conversation,
+    lang: str,
+    local: Sequence[LocalFile] = (),
+    flavor: str = "github",
+    variant_saved: bool = False,
 ) -> dict[str, str]:
     render_mod: Any = importlib.import_module("pplx_export.render")
-    result: dict[str, str] = render_mod.render_thread(conv, lang, flavor, local)
+    result: dict[str, str] = render_mod.render_thread(
+        conv, lang, flavor, local, space_page=space_page_of(conv), variant_saved=variant_saved
+    )
     return result
+
+
+def space_page_of(conv: Conversation) -> str:
+    """The thread's page under spaces/ as `spaces` names it (relative to the archive root;
+    "" for a thread in no space). Two spaces whose names clash get suffixed pages there,
+    which this cannot know; every other thread links the page `spaces` writes."""
+    if conv.space is None or not (conv.space.slug or conv.space.title or conv.space.uuid):
+        return ""
+    from pplx_export.sync.space_catalog import page_file, space_ref
+
+    ref = space_ref(conv.space.to_json())
+    return f"spaces/{page_file(ref, set())}" if ref is not None else ""
 
 
 def _render_report(conv: Conversation, body: str, lang: str, flavor: str = "github") -> str:
@@ -94,7 +117,16 @@ def render_files(
     from pplx_export.archive.assets import local_files
 
     local = local_files(conv.assets, directory) if directory is not None else []
-    files = dict(engine.render(conv, lang, local))
+    # A hand-saved original of a rewritten answer (§5.8) is linked from the rewrite note.
+    saved = (
+        directory is not None
+        and bool(conv.answer_variants)
+        and (directory / VARIANT_FILE).is_file()
+    )
+    if saved:
+        files = dict(engine.render(conv, lang, local, variant_saved=True))
+    else:
+        files = dict(engine.render(conv, lang, local))
     if report_body is not None and conv.report is not None:
         files["report.md"] = engine.render_report(conv, report_body, lang)
     return files

@@ -371,6 +371,7 @@ def run_batch(
         if plan.todo:
             work = [(item, "") for item in plan.todo]
             _run_items(opts, api, state, work, summary, dirs=dirs)
+            front_door(opts, dirs)
         else:
             log.info("batch: nothing to do (%s)", plan.counts_text())
             state.compact()  # what a killed run left in the journal
@@ -423,6 +424,21 @@ def _run_items(
             api.close()
 
 
+def front_door(opts: RunOptions, dirs: ThreadDirs | None = None) -> None:
+    """Rewrite spaces/ and the archive's index.md after threads were written (every page
+    links them). A failure is one warning: the threads are archived all the same."""
+    from pplx_export.sync.archive_index import write_front_door
+
+    try:
+        rels = dirs.rels() if dirs is not None else None  # listed by the run's sweep
+        write_front_door(opts.out, opts.lang, opts.flavor, rels)
+    except OSError as exc:
+        full = DiskFull.of(exc)
+        if full is not None:
+            raise full from exc
+        log.warning("index.md not written: %s", exc)
+
+
 @contextlib.contextmanager
 def _locked(opts: RunOptions) -> Iterator[None]:
     """The archive lock, re-entrant across the calls of one command (sync = index + batch)."""
@@ -450,6 +466,7 @@ def run_export(
     try:
         with _locked(opts):
             _export_refs(opts, api, targets, rows, force, summary)
+            front_door(opts)
             auto_commit(opts, "export")
     finally:
         if own:

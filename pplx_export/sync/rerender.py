@@ -344,6 +344,13 @@ def run_rerender_command(
             on_total=bar.set_total,
             on_progress=lambda o: bar.advance(o.rel),
         )
+        if not dry_run and (summary.written or summary.files_removed or not changed_only):
+            # The archive's front door (index.md) and the space pages every thread page
+            # links: rebuilt by a full run and when a thread changed, not by a
+            # `--changed-only` run that rendered nothing (it imports nothing it need not).
+            from pplx_export.sync.archive_index import write_front_door
+
+            _disk_full_is_one_line(lambda: write_front_door(opts.out, opts.lang, opts.flavor))
     return summary
 
 

@@ -138,6 +138,7 @@ def scan_disk(
     *,
     use_cache: bool = True,
     disk_changed: list[bool] | None = None,
+    rels: list[str] | None = None,
 ) -> dict[str, list[DiskThread]]:
     """Every thread directory's thread.json, by lower-cased web UUID.
 
@@ -149,7 +150,8 @@ def scan_disk(
     base = f"{root}{os.sep}"
     cached = _load_cache(root) if use_cache else {}
     records: dict[str, list[Any]] = {}
-    for rel in iter_thread_rels(root, known=cached):
+    # `rels`: the run listed the archive already (a batch's sweep): not listed again.
+    for rel in iter_thread_rels(root, known=cached) if rels is None else rels:
         path = base + rel + os.sep + THREAD_JSON
         thread = None
         if rel in cached:

@@ -17,7 +17,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pplx_export import __version__
 from pplx_export.archive.library_index import INDEX_DIR
@@ -27,7 +27,6 @@ from pplx_export.archive.space_files import load_meta, save_meta
 from pplx_export.context import RunOptions
 from pplx_export.errors import UsageError
 from pplx_export.models import JSON
-from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.render.spaces import (
     SpacePage,
     join_spaces_json,
@@ -43,11 +42,16 @@ from pplx_export.sync.space_catalog import (
     read_cache,
     scan_disk,
 )
-from pplx_export.sync.space_meta import MetaOutcome, Opener, fetch_space_meta
 from pplx_export.util.atomic import write_if_changed
 from pplx_export.util.gcpause import gc_paused
 from pplx_export.util.jsontext import dumps_compact, loads
 from pplx_export.util.lenient import as_dict, as_str, dicts, lenient_int
+
+if TYPE_CHECKING:
+    # The client and the metadata fetch are needed by `--fetch-meta` only: writing the
+    # pages (which export, batch and re-render do too) does without importing them.
+    from pplx_export.perplexity.api import PerplexityAPI
+    from pplx_export.sync.space_meta import MetaOutcome, Opener
 
 log = logging.getLogger(__name__)
 
@@ -227,6 +231,8 @@ def space_slugs(catalog: Catalog) -> list[str]:
 def refresh_meta(opts: RunOptions, opener: Opener, api: PerplexityAPI | None = None) -> MetaOutcome:
     """Fetch every known space's metadata and merge it into space_meta.json."""
     catalog = build_catalog(opts.out)
+    from pplx_export.sync.space_meta import fetch_space_meta
+
     outcome = fetch_space_meta(opts, space_slugs(catalog), opener, api)
     records, _problem = load_meta(opts.out)
     records.update(outcome.records)
@@ -267,6 +273,9 @@ def run_spaces(
         for problem in catalog.problems:
             log.warning("spaces: %s", problem)
         written, removed = write_pages(root, catalog, opts.lang, opts.flavor)
+        from pplx_export.sync.archive_index import write_archive_index
+
+        write_archive_index(root, opts.lang, opts.flavor)
         spaces = [p for p in catalog.pages if not p.no_space]
         result = SpacesResult(
             directory=root / SPACES_DIR,
