@@ -360,6 +360,8 @@ class TurnMeta:
     locked_reason: str = ""
     wf_status: str = ""
     query_source: str = ""
+    # "official_export": the turn comes from Perplexity's data export, not from the API.
+    imported_from: str = ""
 
 
 @dataclass

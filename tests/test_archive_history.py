@@ -92,3 +92,13 @@ def test_footer_links_every_version() -> None:
     text = history.footer(entries)
     assert "[2031-07-01T12:00:00Z](history/x/) (3 turns became 1, 3 turns)" in text
     assert history.footer([]) == ""
+
+
+def test_an_imported_turn_is_upgraded_not_lost_unless_the_thread_shrinks() -> None:
+    # A turn recovered from the user's data export has its own uuid and thin text: the API's
+    # version of it replaces it without a history copy; a shorter thread still keeps one.
+    old = {"entries": [{"uuid": "imp-1", "query_str": "q", "text": "thin", "imported_from": "x"}]}
+    api = {"entries": [{"uuid": "api-1", "query_str": "q", "text": "full answer"}]}
+    assert history.loss_reason(old, api) == ""
+    two = {"entries": [*old["entries"], {**old["entries"][0], "uuid": "imp-2"}]}
+    assert history.loss_reason(two, api) == "2 turns became 1"

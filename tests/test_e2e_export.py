@@ -196,8 +196,10 @@ def test_demo_writes_all_five_modes_with_their_files(tmp_path: Path) -> None:
     root = tmp_path / "demo"
     account = root / "Alice Example"
     assert sorted(p.name for p in account.iterdir()) == sorted(MODES)
-    # 22 sample threads, 1 deleted, 1 expired; bob's comes through `batch --space`
-    assert sum(summary.by_mode.values()) == 20
+    # 22 sample threads, 1 deleted, 1 expired; bob's comes through `batch --space`; then
+    # the data export brings back the deleted and the expired one, and one only it holds
+    assert sum(summary.by_mode.values()) == 20 + 3
+    assert "3 not archived (3 recovered; 3 not served by the API)" in summary.official
     # the threads in live-site shapes (protocol §9) export like the others
     exported = {thread_uuid(d) for d in thread_dirs(root)}
     assert {sample_uuid(key) for key in LIVE_SHAPE_KEYS} <= exported

@@ -173,6 +173,11 @@ def loss_reason(old_plain: Any, new_plain: Any) -> str:
     removed = 0
     changed: list[int] = []
     for n, entry in enumerate(old, 1):
+        if isinstance(entry, dict) and entry.get("imported_from"):
+            # A turn recovered from the user's data export has its own uuid and the
+            # export's thin text: the API's version of it is the upgrade, not a change.
+            # Only a shorter thread loses one (counted below).
+            continue
         key = _entry_id(entry)
         # Matched by the entry's uuid; an entry without one, by its place.
         other = new_by_id.get(key) if key else (new[n - 1] if n - 1 < len(new) else None)
@@ -180,6 +185,8 @@ def loss_reason(old_plain: Any, new_plain: Any) -> str:
             removed += 1
         elif _content(other) != _content(entry):
             changed.append(n)
+    if not removed and len(new) < len(old):
+        removed = len(old) - len(new)
     parts: list[str] = []
     if removed:
         parts.append(

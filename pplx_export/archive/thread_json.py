@@ -9,6 +9,9 @@ from pplx_export.models import JSON, Conversation
 from pplx_export.util.jsontext import dumps_indented
 
 THREAD_JSON = "thread.json"
+# The `source` of a thread recovered from the data export (parse.official_export.OFFICIAL;
+# not imported from there: thread.json is read where the parser is not loaded).
+OFFICIAL = "official_export"
 KEY_ORDER = (
     "web_uuid",
     "psc_uuid",
@@ -29,6 +32,8 @@ KEY_ORDER = (
     "answer_variants",
     "losses",
     "loss_details",
+    "source",
+    "imported_turns",
     "remote_deleted",
 )
 OPTIONAL_KEYS = ("interruptions", "answer_variants", "losses", "loss_details")
@@ -77,6 +82,13 @@ def build_thread_json(
         # `status`, detailed for a bug report; absent once a re-render reads it.
         fresh["losses"] = len(losses)
         fresh["loss_details"] = [{"turn": n, **loss.to_json()} for n, loss in losses]
+    imported = sum(1 for t in conv.turns if t.metadata.imported_from)
+    if imported:
+        # Turns only Perplexity's own data export holds (§9.8); a thread made of nothing
+        # else was recovered from it, and the next sync asks the API for it.
+        fresh["imported_turns"] = imported
+        if imported == len(conv.turns):
+            fresh["source"] = OFFICIAL
     existing = existing or {}
     if conv.thread_access is None and existing.get("threadAccess") is not None:
         # The earlier tool recorded a value here that the raw files do not carry; keep it.

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from pplx_export.cli.find import search, verify
+from pplx_export.cli.importing import import_export
 from pplx_export.cli.options import (
     PplxGroup,
     common_options,
@@ -48,6 +49,7 @@ def main() -> None:
 
 main.add_command(search)  # cli/find.py
 main.add_command(verify)
+main.add_command(import_export)  # cli/importing.py
 
 
 def write_responses_option(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import sys
 from datetime import date
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -195,10 +196,23 @@ def search(
     is_flag=True,
     help="List every unknown shape with its first thread and the `capture` command.",
 )
+@click.option(
+    "--against",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="ZIP",
+    help="Instead: check the archive holds every thread and turn of Perplexity's "
+    '"Export my data" archive (the audit of `import`, writing nothing).',
+)
 @json_option
 @shared_options(network=False, flavor=True, writes_when="fix_problems")
 def verify(
-    opts: RunOptions, fix_problems: bool, limit: int | None, drift_only: bool, as_json: bool
+    opts: RunOptions,
+    fix_problems: bool,
+    limit: int | None,
+    drift_only: bool,
+    against: Path | None,
+    as_json: bool,
 ) -> None:
     """Zero network: check the archive is whole, current and searchable.
 
@@ -209,6 +223,10 @@ def verify(
     """
     from pplx_export.sync.progress import progress_reporter
     from pplx_export.sync.verify import run_verify_command
+
+    if against is not None:
+        _verify_against(opts, against, as_json)
+        return
 
     # No refresh thread: verify forks its workers while the bar is up.
     with progress_reporter("verify", quiet=opts.quiet, refresh_thread=False) as bar:
@@ -240,5 +258,28 @@ def verify(
             + ("" if fix_problems else "; `pplx-export verify --fix` repairs what it can")
             if remaining
             else ""
+        ),
+    )
+
+
+def _verify_against(opts: RunOptions, path: Path, as_json: bool) -> None:
+    """`verify --against`: the import's audit alone; exit 4 while anything is missing."""
+    from pplx_export.sync.official_import import run_import_command
+
+    report = run_import_command(opts, path, audit_only=True)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        sys.stdout.write("\n".join(report.lines()) + "\n")
+    missing = report.problems
+    report_run(
+        "",
+        [],
+        quiet=True,
+        failed_message=(
+            f"{missing} conversation(s) of the export are not archived in full; "
+            "`pplx-export import` recovers them"
+            if missing
+            else (f"the export is damaged: {report.error}" if report.error else "")
         ),
     )

@@ -73,6 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="answer every request from a `pplx-export capture` bundle (folder or .zip)",
     )
     parser.add_argument(
+        "--write-official-export",
+        type=Path,
+        default=None,
+        metavar="ZIP",
+        help='write the library\'s Perplexity "Export my data" archive (for --username) '
+        "to ZIP, with planted cases, and exit",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="store_true", help="log each request (method, path) to stderr"
     )
     return parser
@@ -91,6 +99,8 @@ def parse_accounts(values: list[str]) -> dict[str, tuple[str, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.write_official_export is not None:
+        return _write_official_export(args.library, args.write_official_export, args.username)
     try:
         extra = parse_accounts(args.extra_account)
         server = make_server(
@@ -123,6 +133,24 @@ def main(argv: list[str] | None = None) -> int:
         pass
     finally:
         server.server_close()
+    return 0
+
+
+def _write_official_export(library_dir: Path | None, path: Path, username: str) -> int:
+    from pplx_export.emulator.library import Library
+    from pplx_export.emulator.official_export import write_export_zip
+
+    try:
+        planted = write_export_zip(Library.load(library_dir), path, username)
+    except (FileNotFoundError, OSError, ValueError) as exc:
+        print(f"emulator: {exc}", file=sys.stderr)
+        return 2
+    print(path, flush=True)
+    print(
+        f"{planted.conversations} conversations; not served: {len(planted.not_served)}; "
+        f"with extra turns: {len(planted.extra_turns)}",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -103,6 +103,7 @@ def build_turn(entry: dict[str, Any], index: int, twin: dict[str, Any] | None = 
             report_info=report_info_of(steps),
             locked_reason=as_str(entry.get("locked_reason")),
             query_source=as_str(entry.get("query_source")),
+            imported_from=as_str(entry.get("imported_from")),
         ),
         related=[
             q for q in (as_str(r).strip() for r in as_list(entry.get("related_queries"))) if q

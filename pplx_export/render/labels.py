@@ -133,6 +133,7 @@ class Labels:
     to_conclusion: str
     answer_rewritten: str
     answer_rewritten_kept: str  # {link}: the hand-archived original
+    answer_imported: str  # a turn only Perplexity's own data export holds (§9.8)
     answer_lost: str  # {what}: the loss line; the answer the raw entry holds was not read
     sources_lost: str
     related: str
@@ -280,6 +281,10 @@ EN = Labels(
     artifact_file="Artifact file",
     to_answer="→ the final answer, below",
     to_conclusion="→ the conclusion, below",
+    answer_imported=(
+        "⇩ Imported from Perplexity's data export: the API did not serve this turn, and the"
+        " export carries no sources, steps or files, so its [n] markers link nowhere."
+    ),
     answer_rewritten=(
         "✎ Rewritten answer: the platform replaced this answer with an experiment variant"
         " (the original is not archived)."
@@ -419,6 +424,10 @@ ZH = Labels(
     artifact_file="产物文件",
     to_answer="→ 见下方最终回答",
     to_conclusion="→ 见下方结论",
+    answer_imported=(
+        "⇩ 取自 Perplexity 的数据导出：API 未提供此轮；导出不含来源、步骤和文件，"
+        "因此其 [n] 标记没有对应链接。"
+    ),
     answer_rewritten="✎ 回答已被改写：平台以实验变体替换了此回答（原回答未存档）。",
     answer_rewritten_kept="✎ 回答已被改写：平台以实验变体替换了此回答；原回答已手动存档：{link}。",
     answer_lost=(

@@ -47,12 +47,18 @@ def linked_answer(ctx: Ctx, turn: Turn, inline: bool, top: int) -> str:
     """The answer with its headings from level `top` down (below the page's turn and Answer
     headings) and its `[n]` markers made links to the turn's sources. A turn that lost its
     answer or sources to a shape this version does not read says so (§9.1), never "(none)"."""
-    notes = loss_notes(ctx, turn)
+    notes = join_blocks([imported_note(ctx, turn), loss_notes(ctx, turn)])
     answer = turn_answer(turn)
     if not answer.strip() and notes:
         return notes
     md = link_markers(demote(answer_md(ctx, answer), top), turn_cites(ctx, turn), inline)
     return join_blocks([md, notes]) if notes else md
+
+
+def imported_note(ctx: Ctx, turn: Turn) -> str:
+    """A turn recovered from Perplexity's own data export (§9.8): its `[n]` markers stay
+    as text, since the export carries no sources to link them to."""
+    return quote(ctx.labels.answer_imported) if turn.metadata.imported_from else ""
 
 
 def loss_notes(ctx: Ctx, turn: Turn) -> str:

@@ -60,6 +60,7 @@ REPORT_BODY = "assets/report_body.md"
 REPORT_MD = "report.md"
 # The original of a rewritten answer, saved by hand beside the thread's pages (§5.8).
 VARIANT_MD = "rewritten_answer_variant.md"
+OFFICIAL_RAW = "raw_official_export.json"  # archive/official.py
 # The files a thread's rows are computed from, in signature order.
 INPUTS = (THREAD_JSON, RAW_ENTRIES, RAW_BLOCKS, REPORT_BODY, VARIANT_MD)
 # Top-level folders of the archive that hold no threads (archive/paths.py RESERVED_TOP).
@@ -216,7 +217,7 @@ def load_thread(root: Path, rel: str) -> tuple[ThreadRow, str]:
         blocks, blocks_stat = _read_json(os.path.join(base, RAW_BLOCKS), RAW_BLOCKS, digests)
     mode_folder = rel.split("/")[1] if rel.count("/") >= 2 else ""
     try:
-        conv = parse_archived(parse_thread, plain, blocks, doc, mode_folder)
+        conv = parse_archived(parse_thread, _with_official(base, plain), blocks, doc, mode_folder)
     except SchemaError as exc:
         raise ThreadUnreadable(str(exc)) from exc
     body, body_stat = _report_body(base, conv)
@@ -234,6 +235,23 @@ def _variant_text(base: str) -> tuple[str | None, tuple[int, int] | None]:
     except OSError:
         return None, None
     return data.decode("utf-8", errors="replace"), stat
+
+
+def _with_official(base: str, plain: Any) -> Any:
+    """`plain` with the turns only the thread's copy of Perplexity's data export holds
+    (archive/official.py does the same for re-render; the search layer may not import it)."""
+    from pplx_export.parse.official_export import ExportShapeError, merge_plain, parse_conversation
+
+    try:
+        data, _ = read_with_stat(os.path.join(base, OFFICIAL_RAW))
+    except FileNotFoundError:
+        return plain
+    except OSError as exc:
+        raise ThreadUnreadable(f"{OFFICIAL_RAW} unreadable: {exc}") from exc
+    try:
+        return merge_plain(plain, parse_conversation(loads(data)))
+    except (ValueError, ExportShapeError) as exc:
+        raise ThreadUnreadable(f"{OFFICIAL_RAW} unreadable: {exc}") from exc
 
 
 def _report_body(base: str, conv: Conversation) -> tuple[str | None, tuple[int, int] | None]:

@@ -86,6 +86,8 @@ class BatchSummary:
     # `sync --check-deleted`: the deletion check's document and summary line.
     deleted_check: JSON | None = None
     deleted_check_line: str = ""
+    # `sync`: what the API said of the threads recovered from the data export (`import`).
+    official_line: str = ""
 
     def to_json(self) -> JSON:
         doc: JSON = {
@@ -141,6 +143,8 @@ class BatchSummary:
         lines = textwrap.wrap(text, width, subsequent_indent="  ") + self.drift_lines(width)
         if self.deleted_check_line:
             lines.append(self.deleted_check_line)
+        if self.official_line:
+            lines.append(self.official_line)
         return "\n".join(lines)
 
 
@@ -530,6 +534,7 @@ def run_sync(
             )
         run_index(opts, full=sweep, api=api)
         result = run_batch(opts, BatchFilters(full=full), api=api, commit=False)
+        _fetch_recovered(opts, api, result)
         if refresh_spaces:
             from pplx_export.sync.space_refresh import refresh_spaces as refresh
 
@@ -538,6 +543,20 @@ def run_sync(
             _check_deleted(opts, result)
         auto_commit(opts, "sync")
         return result
+
+
+def _fetch_recovered(opts: RunOptions, api: PerplexityAPI, result: BatchSummary | Plan) -> None:
+    """Threads recovered from Perplexity's data export (`import`) that no listing shows:
+    ask the API for them, so a thread it still serves is exported in full."""
+    if not isinstance(result, BatchSummary):
+        return  # a dry run fetches nothing
+    from pplx_export.sync.official_import import fetch_recovered
+
+    fetched = fetch_recovered(opts, api)
+    if fetched.asked:
+        result.official_line = fetched.line()
+        result.failed += len(fetched.failures)
+        result.failures += fetched.failures
 
 
 def _check_deleted(opts: RunOptions, summary: BatchSummary) -> None:

@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pplx_export.archive.official_state import recovered_summary
 from pplx_export.archive.paths import iter_thread_dirs
 from pplx_export.config import Account, Config, NetworkSettings
 from pplx_export.context import RunOptions
@@ -29,8 +30,12 @@ from pplx_export.emulator import (
     SESSION_COOKIE,
     run_emulator,
 )
+from pplx_export.emulator.library import Library
+from pplx_export.emulator.official_export import write_export_zip
+from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.session import open_session
 from pplx_export.sync.batch import BatchFilters, BatchSummary, run_batch, run_index
+from pplx_export.sync.official_import import fetch_recovered, run_import
 from pplx_export.sync.relations import RelationsResult, run_relations
 from pplx_export.sync.search import demo_search
 from pplx_export.sync.space_index import run_space_index
@@ -38,6 +43,8 @@ from pplx_export.sync.spaces import run_spaces
 from pplx_export.util.atomic import atomic_write_text
 
 DEFAULT_DEMO_DIR = Path("./pplx-demo-archive")
+# The emulated "Export my data" archive, kept in the demo archive for `verify --against`.
+EXPORT_NAME = "perplexity-data-export.zip"
 # alice's second signed-in account: it can view the space alice was removed from.
 SECOND_USERNAME = "bob"
 SECOND_EMAIL = "bob@example.com"
@@ -55,6 +62,7 @@ class DemoSummary:
     elapsed: float = 0.0
     search: str = ""  # the search index built, and a search to try (sync/search.py)
     relations: RelationsResult | None = None
+    official: str = ""  # the audit against Perplexity's data export, and its file
 
     def text(self) -> str:
         modes = ", ".join(f"{mode} {n}" for mode, n in sorted(self.by_mode.items()))
@@ -71,7 +79,27 @@ class DemoSummary:
         ]
         if self.search:
             lines.append(self.search)
+        if self.official:
+            lines.append(self.official)
         return "\n".join(lines)
+
+
+def _official_export(opts: RunOptions, api: PerplexityAPI, library: Library) -> str:
+    """Perplexity's "Export my data" archive of the sample (emulated, with its planted
+    cases): audit, recover, ask the API for the recovered threads, as `import --fetch`."""
+    path = opts.out / EXPORT_NAME
+    write_export_zip(library, path, DEFAULT_USERNAME)
+    report = run_import(opts, path)
+    fetch_recovered(opts, api)
+    waiting = (recovered_summary(opts.out) or {}).get("export_only") or []
+    counts = report.to_json()
+    return (
+        f"data export: {counts['conversations']} conversations: {counts['complete']} complete, "
+        f"{counts['missing_turns']} missing turns ({report.turns_added} added, marked "
+        f"imported), {counts['not_archived']} not archived ({report.recovered} recovered; "
+        f"{len(waiting)} not served by the API); "
+        f"try: pplx-export verify --against {path}"
+    )
 
 
 def run_demo(
@@ -124,12 +152,14 @@ def run_demo(
             for slug in shared.visible_to(account.name):
                 run_space_index(opts, slug, api=api)
                 run_batch(opts, BatchFilters(space=slug), api=api)
+            official = _official_export(opts, api, emu.library)
         run_spaces(opts)
         relations = run_relations(opts)
     summary = DemoSummary(
         directory=directory,
         batch=batch if isinstance(batch, BatchSummary) else None,
         relations=relations,
+        official=official,
     )
     modes: Counter[str] = Counter()
     for thread in iter_thread_dirs(directory):

@@ -32,6 +32,7 @@ from pplx_export.perplexity.thread import IncompleteThread
 from pplx_export.search.index import note_pending, update_threads
 from pplx_export.sync.assemble import Engine, default_engine, export_conversation
 from pplx_export.sync.fetch_assets import download_assets, fetch_report_body
+from pplx_export.sync.official_merge import with_imported_turns
 from pplx_export.sync.relation_facts import FactsJournal, facts_record
 from pplx_export.util import threadref
 from pplx_export.util.timefmt import format_utc
@@ -120,6 +121,20 @@ class Exporter:
         )
         sweep_temp_files(directory)
         sweep_unfinished_dirs(self.root, web_uuid, directory, self.dirs)
+        conv = with_imported_turns(
+            lambda merged: self.engine.parse(
+                merged,
+                blocks,
+                row,
+                web_uuid=web_uuid,
+                url=url,
+                export_via=self.account.name,
+                exported_at=format_utc(now),
+            ),
+            conv,
+            plain,
+            directory,
+        )
         download_assets(self.api, conv, directory)
         report_body = fetch_report_body(self.api, conv, directory)
         result = export_conversation(

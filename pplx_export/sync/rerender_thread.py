@@ -172,14 +172,15 @@ def _rerender_thread(
         raw_bytes[RAW_BLOCKS] = blocks_bytes
     del plain_bytes, blocks_bytes
     # Imported here: a --changed-only no-op run never parses, and the parser is not free to import.
+    from pplx_export.archive.official import with_official
     from pplx_export.parse.thread import parse_archived
 
     web_uuid: str = doc["web_uuid"]
-    conv = parse_archived(engine.parse, plain, blocks, doc, mode_folder)
+    # Turns only the data export holds go in here; raw_entries.json stays the API's.
+    conv = parse_archived(engine.parse, with_official(base, plain), blocks, doc, mode_folder)
     if conv.web_uuid != web_uuid:
         raise ArchiveError(f"parsed web_uuid {conv.web_uuid!r} differs from thread.json")
-    if not conv.raw_plain:
-        conv.raw_plain = plain
+    conv.raw_plain = plain  # the file's, never the merge: the writer may write it back
     if conv.raw_blocks is None and blocks is not None:
         conv.raw_blocks = blocks
     report_body = load_report_body(directory, conv)

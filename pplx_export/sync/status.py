@@ -35,6 +35,7 @@ from pplx_export.archive.library_index import (
     load_index,
     safe_account_name,
 )
+from pplx_export.archive.official_state import recovered_summary
 from pplx_export.archive.raw_check import find_damaged
 from pplx_export.archive.scan import scan_thread_dirs
 from pplx_export.archive.state import BatchState
@@ -257,6 +258,9 @@ def collect_status(
     commit = read_record(root)
     if commit is not None:
         doc["auto_commit"] = commit
+    official = recovered_summary(root)
+    if official is not None:
+        doc["official_export"] = official
     runs = load_runs(root)
     for acc in accounts:
         acc["last_sync"] = _last_sync(acc, runs, now)
@@ -309,7 +313,22 @@ def print_status(doc: dict[str, Any], console: Console) -> None:
             text += f" ({counts})"
         say(f"{text}; by folder: {folders}")
     _details(doc, say)
+    _official(doc, say)
     print_upkeep(doc, say)
+
+
+def _official(doc: dict[str, Any], say: Callable[[str], None]) -> None:
+    """The threads recovered from Perplexity's data export (`import`)."""
+    official = doc.get("official_export")
+    if not official or not official["recovered"]:
+        return
+    waiting = official["export_only"]
+    say(
+        f"{official['recovered']} thread(s) recovered from Perplexity's data export; "
+        f"{len(waiting)} hold only the export's copy (questions and answers, no sources)"
+    )
+    for item in waiting[: 10 if doc["verbosity"] else 0]:
+        say(f"  {item['uuid']} {str(item['title'] or '')[:60]!r}: API {item['api']}")
 
 
 def _accounts_table(doc: dict[str, Any], console: Console, say: Callable[[str], None]) -> None:

@@ -342,13 +342,19 @@ def _check_thread(check: ThreadCheck, root: Path, rel: str, lang: str, flavor: s
     from pplx_export.parse.thread import parse_archived
 
     engine = default_engine(flavor)
-    conv = parse_archived(engine.parse, plain, blocks, doc, mode_folder)
+    from pplx_export.archive.official import with_official
+
+    try:
+        merged = with_official(base, plain)
+    except ArchiveError as exc:
+        check.add("raw", str(exc))
+        return
+    conv = parse_archived(engine.parse, merged, blocks, doc, mode_folder)
     check.drift = dict(conv.drift.counts)
     for n, loss in conv.losses:
         # Not fixable here: the raw files hold it, this version cannot read it (§9.1).
         check.add("loss", f"turn {n}: {loss_line(loss)}")
-    if not conv.raw_plain:
-        conv.raw_plain = plain
+    conv.raw_plain = plain  # the file's, not the merge with the export's turns
     if conv.raw_blocks is None and blocks is not None:
         conv.raw_blocks = blocks
     rendered = render_files(engine, conv, lang, load_report_body(directory, conv), directory)
