@@ -119,23 +119,34 @@ def child(kind: str, root: Path) -> None:
     from pplx_export.util.jsontext import loads
 
     opts = RunOptions(Config(path=root / "none.toml"), Account("alice"), root, "en")
+    from pplx_export.store.docs import connect, delete_doc
+    from pplx_export.sync.relation_facts import CACHE_NAME, clear_journal, journal_lines
+
     journal_copy = root.parent / "relations_cache.jsonl.after-render"
+
+    def no_cache() -> None:
+        # The snapshot and the journal live in index/state.sqlite.
+        delete_doc(root, CACHE_NAME)
+        clear_journal(root)
+
     if kind == "relations-first":
         # The state a render leaves (its journal, no snapshot), restored for each repeat.
-        (root / "index" / "relations_cache.json").unlink(missing_ok=True)
-        shutil.copyfile(journal_copy, root / "index" / "relations_cache.jsonl")
+        no_cache()
+        with connect(root, write=True) as db:
+            assert db is not None
+            lines = journal_copy.read_bytes().splitlines()
+            db.executemany("INSERT INTO relation_facts_journal (line) VALUES (?)",
+                           ((line,) for line in lines))  # fmt: skip
     if kind == "relations-cold":
-        (root / "index" / "relations_cache.json").unlink(missing_ok=True)
-        (root / "index" / "relations_cache.jsonl").unlink(missing_ok=True)
+        no_cache()
     if kind == "render":
         from pplx_export.sync.rerender import rerender
 
         # What `batch` leaves: rendered threads, their facts in the journal, no snapshot.
-        (root / "index" / "relations_cache.json").unlink(missing_ok=True)
-        (root / "index" / "relations_cache.jsonl").unlink(missing_ok=True)
+        no_cache()
         (root / "index" / "rendered.jsonl").unlink(missing_ok=True)
         rerender(root)
-        shutil.copyfile(root / "index" / "relations_cache.jsonl", journal_copy)
+        journal_copy.write_bytes(b"\n".join(journal_lines(root)) + b"\n")
         print(json.dumps({"seconds": 0.0}))
         return
     if kind.endswith("-touched"):

@@ -146,7 +146,10 @@ SNAPSHOT_SKIPS = frozenset({"index/search.sqlite"})
 
 
 # Files a re-render records state in (stats, mtimes): they differ between copies and runs.
-DERIVED_STATE = frozenset({STATE_NAME, "index/relations_cache.jsonl"})
+# The state store holds the relation facts journal (and more): it differs by stats too.
+DERIVED_STATE = frozenset(
+    {STATE_NAME, "index/state.sqlite", "index/state.sqlite-wal", "index/state.sqlite-shm"}
+)
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:

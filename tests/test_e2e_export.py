@@ -16,6 +16,7 @@ from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.config import Account, Config
 from pplx_export.context import RunOptions
 from pplx_export.models import MODES
+from pplx_export.store.docs import delete_doc
 from pplx_export.sync.demo import run_demo
 from pplx_export.sync.relations import run_relations
 from tests.e2e_support import (
@@ -213,7 +214,7 @@ def test_demo_writes_all_five_modes_with_their_files(tmp_path: Path) -> None:
     # The exports recorded each thread's relation facts: `relations` parsed nothing, and a
     # cold run (cache gone, every thread parsed) finds the same graph.
     assert summary.relations is not None and summary.relations.parsed == 0
-    (root / "index" / "relations_cache.json").unlink()
+    delete_doc(root, "relations_cache")
     cold = run_relations(RunOptions(Config(path=tmp_path / "none.toml"), Account("x"), root, "en"))
     assert cold.parsed == len(thread_dirs(root))
     assert (root / "relations" / "edges.jsonl").read_text("utf-8").splitlines() == edges

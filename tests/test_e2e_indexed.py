@@ -13,6 +13,7 @@ import pytest
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 from pplx_export.search.index import IndexStats
 from pplx_export.search.schema import db_path
+from pplx_export.store.docs import load_bytes
 from tests.e2e_support import E2E, FIXTURES, by_endpoint, fixture_threads
 
 
@@ -92,7 +93,7 @@ def test_an_index_run_never_rewrites_the_users_config(env: E2E) -> None:
     result = env.cli("index")
     assert result.exit_code == 0, result.output
     assert env.config.read_bytes() == before
-    counters = json.loads((env.out / "index" / "index_state.json").read_text("utf-8"))
+    counters = json.loads(load_bytes(env.out, "index_state") or b"")
     assert counters[env.account]["extracted_at"]
 
 
@@ -112,7 +113,7 @@ def test_stored_raw_files_keep_signed_urls_without_their_signature(tmp_path: Pat
 
 
 def test_a_thread_whose_index_update_failed_is_reindexed_even_with_old_rows(env: E2E) -> None:
-    from pplx_export.search.index import PENDING, note_pending
+    from pplx_export.search.pending import note_pending, pending_rels
 
     rel = sorted(_done(env))[0]
     conn = sqlite3.connect(db_path(env.out))
@@ -136,4 +137,4 @@ def test_a_thread_whose_index_update_failed_is_reindexed_even_with_old_rows(env:
     ]
     conn.close()
     assert answers and "stale" not in answers
-    assert not (env.out / "index" / PENDING).exists()
+    assert not pending_rels(env.out)

@@ -13,6 +13,7 @@ from click.testing import CliRunner, Result
 
 from pplx_export.cli.export import main
 from pplx_export.emulator import SESSION_COOKIE, RunningEmulator, run_emulator
+from pplx_export.store.docs import load_bytes
 from tests.spaces_support import space, uid, write_thread
 
 BOB_TOKEN = "emulator-session-token-bob"
@@ -74,7 +75,7 @@ def test_a_denied_space_is_read_through_the_second_account(run: Run) -> None:
     # alice: 1 session probe + 4 spaces; bob: 2 probes (the active token is alice's) + the
     # denied space again
     assert run.requests("GET /rest/collections/get_collection") == 5
-    meta = json.loads((run.out / "index" / "space_meta.json").read_text("utf-8"))["spaces"]
+    meta = json.loads(load_bytes(run.out, "space_meta") or b"")["spaces"]
     assert meta[ROADMAP]["via"] == "bob" and meta[ROADMAP]["owner_user"]["username"] == "erin"
     assert meta[GARDEN]["via"] == "alice"
     page = (run.out / "spaces" / f"{ROADMAP}.md").read_text("utf-8")
@@ -92,7 +93,7 @@ def test_a_space_nobody_can_see_is_recorded_with_its_error(run: Run) -> None:
     assert run.cli("index").exit_code == 0
     result = run.cli("spaces", "--fetch-meta")
     assert result.exit_code == 0, result.output
-    meta = json.loads((run.out / "index" / "space_meta.json").read_text("utf-8"))["spaces"]
+    meta = json.loads(load_bytes(run.out, "space_meta") or b"")["spaces"]
     assert meta[ROADMAP] == {
         "slug": ROADMAP,
         "error": "alice: VIEW_COLLECTION_NOT_ALLOWED",
@@ -176,7 +177,7 @@ def test_space_index_pages_and_stops(tmp_path: Path, slug: str, threads: int, pa
 def test_sync_refresh_spaces_runs_spaces_and_sync_space(run: Run) -> None:
     result = run.cli("sync", "--refresh-spaces")
     assert result.exit_code == 0, result.output
-    assert (run.out / "index" / "space_meta.json").is_file()
+    assert load_bytes(run.out, "space_meta")
     assert (run.out / "spaces" / "index.md").is_file()
     assert "sync-space: 19 threads checked, 0 patched" in result.stderr  # alice's exported
     assert run.requests("GET /rest/collections/get_collection") == 5

@@ -20,10 +20,11 @@ from click.testing import CliRunner, Result
 
 from pplx_export.archive.library_index import load_index
 from pplx_export.archive.state import BatchState
-from pplx_export.archive.sync_runs import load_runs, runs_path
+from pplx_export.archive.sync_runs import RUNS_KEY, load_runs
 from pplx_export.cli.export import main
 from pplx_export.config import load_config
 from pplx_export.emulator import DEFAULT_EMAIL, RunningEmulator, run_emulator
+from pplx_export.store.docs import load_bytes, save_bytes
 from pplx_export.sync.status import collect_status
 from pplx_export.util.timefmt import format_utc
 
@@ -106,9 +107,9 @@ def test_status_check_fails_on_a_stale_account(emu: RunningEmulator, tmp_path: P
     assert fresh.exit_code == 0, fresh.output
     assert "WARNING" not in fresh.stdout
     # Bob's last successful sync was three days ago: older than a day's interval + a day.
-    doc = json.loads(runs_path(tmp_path / "out").read_text("utf-8"))
+    doc = json.loads(load_bytes(tmp_path / "out", RUNS_KEY) or b"")
     doc["accounts"]["bob"]["last_ok_at"] = format_utc(datetime.now(UTC) - timedelta(days=3))
-    runs_path(tmp_path / "out").write_text(json.dumps(doc), "utf-8")
+    save_bytes(tmp_path / "out", RUNS_KEY, json.dumps(doc))
     stale = _status(tmp_path, "--check")
     assert stale.exit_code == 1
     assert "WARNING bob: last successful sync 3 d ago" in stale.stdout
@@ -213,7 +214,7 @@ def test_sync_does_the_weekly_full_sweep_itself(
     assert "index alice: the last full sweep is older than 1 days" in caplog.text
     assert "index --full" not in caplog.text
     # The counters now live in the archive; the config keeps the old ones, untouched.
-    state = json.loads((tmp_path / "out" / "index" / "index_state.json").read_text("utf-8"))
+    state = json.loads(load_bytes(tmp_path / "out", "index_state") or b"")
     assert state["alice"]["last_full_index_at"] > old
     assert state["alice"]["incremental_runs_since_full"] == 0
     kept = tomlkit.parse(config.read_text("utf-8")).unwrap()["index_state"]["alice"]

@@ -21,6 +21,7 @@ from pplx_export.emulator.official_export import (
     Planted,
     write_export_zip,
 )
+from pplx_export.store.docs import load_bytes
 from tests.e2e_support import E2E, THREAD_ENDPOINT, by_endpoint
 
 
@@ -156,7 +157,7 @@ def test_sync_upgrades_what_the_api_still_serves(env: E2E) -> None:
     # The recovered threads nobody lists were asked for by the sync, and the answers kept.
     asked = by_endpoint(stats, THREAD_ENDPOINT) - by_endpoint(before, THREAD_ENDPOINT)
     assert asked >= len(planted.not_served)
-    state = json.loads((env.out / "index" / "official_import.json").read_text())
+    state = json.loads(load_bytes(env.out, "official_import") or b"")
     said = {u: r["api"] for u, r in state["recovered"].items() if u in planted.not_served}
     expected = {u: "not_found" for u in planted.not_served}
     for uuid in planted.not_served:

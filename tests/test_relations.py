@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -12,12 +13,14 @@ from pplx_export.cli.export import main
 from pplx_export.emulator import run_emulator
 from pplx_export.render.relations import render_edges_jsonl
 from pplx_export.renderer_version import RENDERER_VERSION
+from pplx_export.store.docs import connect, delete_doc, load_bytes, save_bytes
 from pplx_export.sync.relation_edges import (
     SubAgentRef,
     ThreadFacts,
     build_edges,
     normalize_query,
 )
+from pplx_export.sync.relation_facts import CACHE_NAME, clear_journal, journal_lines
 from pplx_export.sync.rerender import rerender
 from pplx_export.util.threadref import slug_tail
 from tests.spaces_support import snapshot, space, uid, write_thread
@@ -166,6 +169,23 @@ def test_files_rewritten_with_the_same_facts_leave_the_graph_as_written(
     assert code == 0 and json.loads(out)["parsed"] == 0
 
 
+def cache_doc(root: Path) -> dict[str, Any]:
+    """The relation facts snapshot, as stored in the state store."""
+    doc = json.loads(load_bytes(root, CACHE_NAME) or b"")
+    assert isinstance(doc, dict)
+    return doc
+
+
+def set_journal(root: Path, lines: list[bytes]) -> None:
+    """Replace the journal's lines (as a torn or foreign writer would have left them)."""
+    clear_journal(root)
+    with connect(root, write=True) as db:
+        assert db is not None
+        db.executemany(
+            "INSERT INTO relation_facts_journal (line) VALUES (?)", ((x,) for x in lines)
+        )
+
+
 def test_a_journal_with_the_same_facts_is_folded_without_a_rebuild(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -174,15 +194,14 @@ def test_a_journal_with_the_same_facts_is_folded_without_a_rebuild(
     rerender(root, jobs=1)
     run(root)  # the snapshot now holds every thread's facts
     outputs = {p: p.stat().st_mtime_ns for p in (root / "relations").iterdir()}
-    journal = root / "index" / "relations_cache.jsonl"
     for entries in root.glob("*/*/*/raw_entries.json"):
         entries.write_bytes(entries.read_bytes())
     rerender(root, jobs=1)  # every thread rendered again: the same facts, journalled
-    assert len(journal.read_text("utf-8").splitlines()) == 7
+    assert len(journal_lines(root)) == 7
     no_rebuild(monkeypatch)
     code, out, _ = run(root, "--json")
     assert code == 0 and json.loads(out)["parsed"] == 0 and json.loads(out)["written"] == []
-    assert not journal.exists()
+    assert not journal_lines(root)
     assert {p: p.stat().st_mtime_ns for p in (root / "relations").iterdir()} == outputs
 
 
@@ -243,16 +262,15 @@ def test_after_a_rerender_relations_parses_nothing_and_finds_the_same_graph(
     root = tmp_path / "archive"
     build_archive(root)
     assert rerender(root, jobs=1).failed == 1
-    journal = root / "index" / "relations_cache.jsonl"
-    assert len(journal.read_text("utf-8").splitlines()) == 7
+    assert len(journal_lines(root)) == 7
     code, out, _ = run(root, "--json")
     assert code == 0 and json.loads(out)["parsed"] == 1  # the shell only
-    assert not journal.exists()  # folded into the snapshot
+    assert not journal_lines(root)  # folded into the snapshot
     warm = (root / "relations" / "edges.jsonl").read_bytes()
     assert len(edges_of(root)) == 8
     assert rerender(root, jobs=1).failed == 1
-    assert not journal.exists()  # nothing changed: nothing to record
-    (root / "index" / "relations_cache.json").unlink()
+    assert not journal_lines(root)  # nothing changed: nothing to record
+    delete_doc(root, CACHE_NAME)
     code, out, _ = run(root, "--json")  # cold: every thread parsed
     assert code == 0 and json.loads(out)["parsed"] == 8
     assert (root / "relations" / "edges.jsonl").read_bytes() == warm
@@ -262,9 +280,8 @@ def test_a_torn_journal_line_costs_one_parse(tmp_path: Path) -> None:
     root = tmp_path / "archive"
     build_archive(root)
     rerender(root, jobs=1)
-    journal = root / "index" / "relations_cache.jsonl"
-    lines = journal.read_text("utf-8").splitlines()
-    journal.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2], "utf-8")
+    lines = journal_lines(root)
+    set_journal(root, [*lines[:-1], lines[-1][: len(lines[-1]) // 2]])
     code, out, _ = run(root, "--json")
     assert code == 0 and json.loads(out)["parsed"] == 2  # the torn one and the shell
     assert len(edges_of(root)) == 8
@@ -274,11 +291,10 @@ def test_a_damaged_cache_record_costs_one_parse(tmp_path: Path) -> None:
     root = tmp_path / "archive"
     build_archive(root)
     run(root)
-    cache = root / "index" / "relations_cache.json"
-    doc = json.loads(cache.read_text("utf-8"))
+    doc = cache_doc(root)
     rel = sorted(doc["threads"])[0]
     doc["threads"][rel]["facts"]["links"] = "not a list"
-    cache.write_text(json.dumps(doc), "utf-8")
+    save_bytes(root, CACHE_NAME, json.dumps(doc))
     warm = (root / "relations" / "edges.jsonl").read_bytes()
     code, out, _ = run(root, "--json")
     assert code == 0 and json.loads(out)["parsed"] == 1
@@ -295,14 +311,14 @@ def test_without_msgspec_the_cache_reads_and_writes_the_same(
     rerender(root, jobs=1)
     code, out, _ = run(root, "--json")
     warm = (root / "relations" / "edges.jsonl").read_bytes()
-    cache = json.loads((root / "index" / "relations_cache.json").read_text("utf-8"))
+    cache = cache_doc(root)
     monkeypatch.setattr("pplx_export.util.jsontext._fast_decode", None)
     monkeypatch.setattr("pplx_export.util.jsontext._fast_encode", None)
     (root / "relations" / "edges.jsonl").unlink()
     code, out, _ = run(root, "--json")
     assert code == 0 and json.loads(out)["parsed"] == 0
     assert (root / "relations" / "edges.jsonl").read_bytes() == warm
-    again = json.loads((root / "index" / "relations_cache.json").read_text("utf-8"))
+    again = cache_doc(root)
     assert again["threads"] == cache["threads"]
 
 
@@ -343,22 +359,21 @@ def test_facts_cached_before_title_slug_links_are_read_again(tmp_path: Path) -> 
     write_thread(root, uid(1), title="Tides", answer=f"See {waves}.")
     write_thread(root, uid(2), title="Waves")
     assert run(root)[0] == 0
-    path = root / "index" / "relations_cache.json"
-    cache = json.loads(path.read_text("utf-8"))
+    cache = cache_doc(root)
     cache["format"] = 2
     for record in cache["threads"].values():
         record["facts"]["links"] = []
-    path.write_text(json.dumps(cache), "utf-8")
+    save_bytes(root, CACHE_NAME, json.dumps(cache))
     (root / "relations" / "edges.jsonl").unlink()
     code, out, _ = run(root, "--json")
     assert code == 0 and json.loads(out)["parsed"] == 2
     assert [e["dst"] for e in edges_of(root) if e["kind"] == "references"] == [uid(2)]
     # A journal line a re-render of the earlier format appended is skipped as well.
-    threads = json.loads(path.read_text("utf-8"))["threads"]
+    threads = cache_doc(root)["threads"]
     rel, record = next((k, v) for k, v in threads.items() if "Tides" in k)
     record["facts"]["links"] = []
     line = {"rel": rel, "parser": RENDERER_VERSION, **record}
-    (root / "index" / "relations_cache.jsonl").write_text(json.dumps(line) + "\n", "utf-8")
+    set_journal(root, [json.dumps(line).encode()])
     code, out, _ = run(root, "--json")
     assert code == 0 and json.loads(out)["parsed"] == 0
     assert [e["dst"] for e in edges_of(root) if e["kind"] == "references"] == [uid(2)]

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from pplx_export.archive.render_state import STATE_NAME, load_state
+from pplx_export.archive.variants import variant_log_lines
 from pplx_export.cli.export import main
 from pplx_export.models import Conversation
 from pplx_export.sync import rerender as rerender_mod
@@ -160,7 +161,7 @@ def test_variants_logged_offline_once(archive: Path, caplog: pytest.LogCaptureFi
         rerender(archive, engine=FAKE_ENGINE)
     hits = [r for r in caplog.records if "ANSWER_VARIANT_DETECTED" in r.getMessage()]
     assert len(hits) == 1
-    lines = (archive / "index/answer_variants_log.jsonl").read_text().splitlines()
+    lines = variant_log_lines(archive)
     assert len(lines) == 1 and json.loads(lines[0])["source"] == "offline"
 
 

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from pplx_export.cli.export import main
 from pplx_export.emulator import run_emulator
 from pplx_export.render.spaces import Member, SpacePage, SpaceThread, render_space_page
+from pplx_export.store.docs import delete_doc, load_bytes
 from tests.spaces_support import index_row, snapshot, space, uid, write_index, write_thread
 
 OCEAN = space("ocean-notes", "Ocean Notes", "u-ocean")
@@ -153,10 +154,11 @@ def test_sync_space_patches_a_moved_thread_and_nothing_else(tmp_path: Path) -> N
     basil = next(k for k in after if k.endswith("_00000002/thread.json"))
     loose = next(k for k in after if k.endswith("_00000003/thread.json"))
     # besides spaces/: the two thread.json files, and the tool's caches of thread.json
-    # fields and of the pages' digests
+    # fields and of the pages' digests (documents of the state store)
     assert [k for k in changed if not k.startswith("spaces/")] == sorted(
-        [basil, loose, "index/spaces_cache.json", "index/spaces_pages.json"]
+        [basil, loose, "index/state.sqlite"]
     )
+    assert load_bytes(root, "spaces_cache") and load_bytes(root, "spaces_pages")
     for key in (basil, loose):
         old, new = json.loads(before[key]), json.loads(after[key])
         assert list(old) == list(new)  # same keys, same order
@@ -242,8 +244,8 @@ def test_only_the_pages_whose_threads_changed_are_rendered_again(
     ocean.write_text("edited", "utf-8")
     assert cli("spaces", "--out", str(root))[0] == 0
     assert snapshot(root / "spaces") == incremental
-    (root / "index" / "spaces_pages.json").unlink()
-    (root / "index" / "spaces_stamp.json").unlink()
+    delete_doc(root, "spaces_pages")
+    delete_doc(root, "spaces_stamp")
     for page in (root / "spaces").iterdir():
         page.unlink()
     assert cli("spaces", "--out", str(root))[0] == 0

@@ -19,6 +19,7 @@ from pplx_export.archive.library_index import (
     save_index,
 )
 from pplx_export.config import load_config
+from pplx_export.store.docs import load_bytes
 from pplx_export.sync.index import (
     STOP_RUN,
     full_sweep_due,
@@ -289,7 +290,7 @@ def test_index_state_bookkeeping_and_reminder(
     assert "index --full" not in caplog.text  # no nag: `sync` sweeps by itself (issue 32)
     # The counters live in the archive; the user's config file is never rewritten.
     assert path.read_bytes() == before
-    doc = json.loads((root / "index" / "index_state.json").read_text("utf-8"))
+    doc = json.loads(load_bytes(root, "index_state") or b"")
     assert doc["alice"]["incremental_runs_since_full"] == 10
     assert doc["alice"]["last_full_index_at"] == "2041-05-06T07:08:09Z"
 
@@ -337,7 +338,7 @@ def test_failed_listing_does_not_count_as_a_run(tmp_path: Path) -> None:
     with pytest.raises(ConnectionError):
         update_library_index(tmp_path, "alice", broken(), full=False, now=NOW, config=cfg)
     assert "index_state" not in path.read_text()
-    assert not (tmp_path / "index" / "index_state.json").exists()
+    assert load_bytes(tmp_path, "index_state") is None
     assert not index_path(tmp_path, "alice").exists()
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.archive.credit_usage import FORBIDDEN, load_usage, usage_path
+from pplx_export.archive.credit_usage import FORBIDDEN, load_usage, usage_key
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
+from pplx_export.store.docs import doc_keys, load_bytes, save_bytes
 from tests.e2e_support import E2E, FIXTURES, by_endpoint, thread_dirs, thread_uuid
 from tests.upkeep_support import (
     COMPUTER_UUID,
@@ -57,12 +58,12 @@ def test_usage_recorded_by_context_uuid_keyed_by_web_uuid(env: E2E) -> None:
     assert record["fetched_at"].endswith("Z")
 
     # Idempotent: a rerun asks nothing and rewrites nothing.
-    before = usage_path(env.out, "maya").read_bytes()
+    before = load_bytes(env.out, usage_key("maya"))
     env.emu.reset_stats()
     again = as_json(env.cli("usage-backfill", "--json").stdout)
     assert again["fetched"] == 0 and again["already"] == n_threads
     assert env.stats()["total"] == 0
-    assert usage_path(env.out, "maya").read_bytes() == before
+    assert load_bytes(env.out, usage_key("maya")) == before
 
     # status shows the totals per account and per mode.
     status = as_json(env.offline("status", "--json").stdout)
@@ -123,10 +124,9 @@ def test_other_errors_are_not_recorded_and_retried_next_run(tmp_path: Path, expo
 
 
 def test_a_corrupt_usage_file_is_set_aside_not_blanked(env: E2E) -> None:
-    path = usage_path(env.out, "maya")
-    path.write_text("[1, 2", "utf-8")
+    save_bytes(env.out, usage_key("maya"), "[1, 2")
     result = env.cli("usage-backfill")
     assert result.exit_code == 0, result.output
-    aside = list(path.parent.glob("credit_usage_maya.json.corrupt-*"))
-    assert [p.read_text("utf-8") for p in aside] == ["[1, 2"]
-    assert json.loads(path.read_text("utf-8"))
+    aside = doc_keys(env.out, usage_key("maya") + ".corrupt-")
+    assert [load_bytes(env.out, key) for key in aside] == [b"[1, 2"]
+    assert json.loads(load_bytes(env.out, usage_key("maya")) or b"")

@@ -1,4 +1,5 @@
-"""`index/credit_usage_<account>.json`: credit usage per thread (protocol.md §2.10).
+"""Credit usage per thread (protocol.md §2.10): the state store's `credit_usage/<account>`
+documents (`index/credit_usage_<account>.json` before; `status` shows them).
 
 Shape (the earlier tool's): a flat `{web_uuid: record}` object, indent 1, UTF-8 unescaped.
 A record is `{psc_uuid, usage_cents, meter_usage, mode, title[:80], fetched_at}`, or, when the
@@ -6,44 +7,42 @@ API said the thread is not this account's (403 `thread_usage_forbidden`),
 `{psc_uuid, error, mode, fetched_at}`; both are final and never fetched again. Other failures
 are not recorded: the next run retries them.
 
-A corrupt file is moved aside (`.corrupt-<epoch>`) with a warning, never silently blanked.
+A corrupt document is set aside (`.corrupt-<epoch>`) with a warning, never silently blanked.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
-from pplx_export.archive.library_index import INDEX_DIR, move_aside, safe_account_name
-from pplx_export.util.atomic import write_if_changed
+from pplx_export.archive.library_index import safe_account_name
+from pplx_export.store.docs import delete_doc, doc_keys, load_bytes, save_bytes
 from pplx_export.util.lenient import as_str
 
 log = logging.getLogger(__name__)
 
-PREFIX = "credit_usage_"
-SUFFIX = ".json"
+PREFIX = "credit_usage/"
 TITLE_MAX = 80
 FORBIDDEN = "forbidden (not this account's thread)"
 
 Record = dict[str, Any]
 
 
-def usage_path(root: Path, account: str) -> Path:
-    return Path(root) / INDEX_DIR / f"{PREFIX}{safe_account_name(account)}{SUFFIX}"
+def usage_key(account: str) -> str:
+    return f"{PREFIX}{safe_account_name(account)}"
 
 
 def usage_accounts(root: Path) -> list[str]:
-    """The (file-safe) account names that have a usage file, sorted."""
-    directory = Path(root) / INDEX_DIR
-    if not directory.is_dir():
+    """The (file-safe) account names that have usage records, sorted."""
+    try:
+        keys = doc_keys(root, PREFIX)
+    except OSError as exc:
+        log.warning("credit usage unreadable: %s", exc)
         return []
-    return sorted(
-        p.name[len(PREFIX) : -len(SUFFIX)]
-        for p in directory.glob(f"{PREFIX}*{SUFFIX}")
-        if p.is_file() and len(p.name) > len(PREFIX) + len(SUFFIX)
-    )
+    return [k[len(PREFIX) :] for k in keys if len(k) > len(PREFIX) and "." not in k[len(PREFIX) :]]
 
 
 def is_final(record: Record | None) -> bool:
@@ -54,11 +53,10 @@ def is_final(record: Record | None) -> bool:
 
 
 def load_usage(root: Path, account: str, *, repair: bool = True) -> dict[str, Record]:
-    """The account's records. Missing -> empty; corrupt -> moved aside (unless read-only)."""
-    path = usage_path(root, account)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    """The account's records. Missing -> empty; corrupt -> set aside (unless read-only)."""
+    key = usage_key(account)
+    raw = load_bytes(root, key)
+    if raw is None:
         return {}
     try:
         doc = json.loads(raw.decode("utf-8"))
@@ -67,18 +65,20 @@ def load_usage(root: Path, account: str, *, repair: bool = True) -> dict[str, Re
     if isinstance(doc, dict) and all(isinstance(v, dict) for v in doc.values()):
         return {str(k): v for k, v in doc.items()}
     if repair:
-        aside = move_aside(path)
-        log.warning("credit usage file %s is corrupt; moved to %s", path, aside.name)
+        aside = f"{key}.corrupt-{int(time.time())}"
+        save_bytes(root, aside, raw)
+        delete_doc(root, key)
+        log.warning("credit usage of %s is corrupt; set aside as %s", account, aside)
     else:
-        log.warning("credit usage file %s is corrupt; ignoring it", path)
+        log.warning("credit usage of %s is corrupt; ignoring it", account)
     return {}
 
 
 def save_usage(root: Path, account: str, records: dict[str, Record]) -> bool:
-    """Write atomically and durably (sorted by UUID); only when the bytes change."""
+    """Commit the records (sorted by UUID); only when the bytes change."""
     doc = {key: records[key] for key in sorted(records)}
     text = json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
-    return write_if_changed(usage_path(root, account), text, durable=True)
+    return save_bytes(root, usage_key(account), text)
 
 
 def usage_record(

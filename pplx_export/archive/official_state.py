@@ -1,4 +1,5 @@
-"""`index/official_import.json`: the threads `import` recovered from Perplexity's data
+"""The `official_import` document of the state store (`index/official_import.json` before,
+store/docs.py): the threads `import` recovered from Perplexity's data
 export, the imports run, and what the API said of each recovered thread since (the next
 sync asks it; a deleted or expired thread is not asked again). Read by `status`, so it
 imports nothing heavy.
@@ -13,41 +14,36 @@ from pathlib import Path
 from typing import Any
 
 from pplx_export.models import JSON
-from pplx_export.util.atomic import atomic_write_bytes
+from pplx_export.store.docs import StoreError, delete_doc, load_bytes, save_bytes
 from pplx_export.util.jsontext import dumps_indented, loads
 
 log = logging.getLogger(__name__)
 
-STATE_FILE = "official_import.json"
-
-
-def _state_path(root: Path) -> Path:
-    return root / "index" / STATE_FILE
+STATE_KEY = "official_import"
 
 
 def load_state(root: Path, *, repair: bool = True) -> dict[str, Any]:
     """The document ({} when none); an unreadable one is set aside (with `repair`) and
     counts as none: it lists what can be recovered again by importing the export again."""
-    path = _state_path(root)
     try:
-        doc = loads(path.read_bytes())
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        if not repair:
+        data = load_bytes(root, STATE_KEY)
+        if data is None:
             return {}
-        broken = path.with_name(f"{STATE_FILE}.corrupt-{int(datetime.now(UTC).timestamp())}")
-        log.warning("%s unreadable (%s); set aside as %s", path, exc, broken.name)
+        doc = loads(data)
+    except (OSError, ValueError) as exc:
+        if not repair or isinstance(exc, StoreError):
+            return {}
+        broken = f"{STATE_KEY}.corrupt-{int(datetime.now(UTC).timestamp())}"
+        log.warning("%s unreadable (%s); set aside as %s", STATE_KEY, exc, broken)
         with contextlib.suppress(OSError):
-            path.rename(broken)
+            save_bytes(root, broken, data or b"")
+            delete_doc(root, STATE_KEY)
         return {}
     return doc if isinstance(doc, dict) else {}
 
 
 def save_state(root: Path, doc: dict[str, Any]) -> None:
-    path = _state_path(root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, (dumps_indented(doc, 1) + "\n").encode("utf-8"), durable=True)
+    save_bytes(root, STATE_KEY, dumps_indented(doc, 1) + "\n")
 
 
 def recovered_summary(root: Path) -> JSON | None:

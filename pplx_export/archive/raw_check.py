@@ -6,10 +6,11 @@ cannot be repaired offline. `find_damaged` names those threads; `batch`/`sync` r
 although their `lastUpdated` did not change, `export` does not call them unchanged, and
 `status` lists them (principle: the next run repairs).
 
-Checking costs a stat per raw file: a file whose size and mtime are those recorded in
-`index/raw_check.json` when it last parsed is trusted without reading it (as git trusts
-its index); any other file is read and parsed once, then recorded. The record is derived
-state: losing it costs one parse of every raw file.
+Checking costs a stat per raw file: a file whose size and mtime are those recorded in the
+state store's `raw_check` document (`index/raw_check.json` before) when it last parsed is
+trusted without reading it (as git trusts its index); any other file is read and parsed
+once, then recorded. The record is derived state: losing it costs one parse of every raw
+file.
 """
 
 from __future__ import annotations
@@ -21,19 +22,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pplx_export.util.atomic import write_if_changed
+from pplx_export.store.docs import load_bytes, save_bytes
 from pplx_export.util.jsontext import loads
 
 log = logging.getLogger(__name__)
 
-CHECK_NAME = "index/raw_check.json"
+CHECK_KEY = "raw_check"
 RAW_ENTRIES = "raw_entries.json"
 RAW_BLOCKS = "raw_blocks.json"
 
 
 def _load_record(root: Path) -> dict[str, list[int]]:
     try:
-        doc = json.loads((root / CHECK_NAME).read_bytes())
+        doc = json.loads(load_bytes(root, CHECK_KEY) or b"{}")
     except (OSError, ValueError):
         return {}
     files = doc.get("files") if isinstance(doc, dict) else None
@@ -107,7 +108,7 @@ def find_damaged(
     if save and fresh != known and (root / "index").is_dir():
         doc = {"format": 1, "files": dict(sorted(fresh.items()))}
         try:
-            write_if_changed(root / CHECK_NAME, json.dumps(doc, indent=0) + "\n")
+            save_bytes(root, CHECK_KEY, json.dumps(doc, indent=0) + "\n")
         except OSError as exc:  # only a cache: the next run parses again
-            log.debug("could not save %s: %s", CHECK_NAME, exc)
+            log.debug("could not save %s: %s", CHECK_KEY, exc)
     return damaged

@@ -1,9 +1,13 @@
-"""Space state files under `index/`: `space_<slug>.json` listings and `space_meta.json`.
+"""Space listings and metadata: the `index/space_<slug>.json` files and the state store's
+`space_meta` document (`index/space_meta.json` before).
+
+A listing stays a file next to `library_<account>.json`: both are what the listing commands
+export (a user may read them); the metadata is fetched state, kept in the store.
 
 `space_<slug>.json` (written by `space-index`): `{"space": {"slug", "uuid", "title"},
 "count": N, "threads": [rows]}`; a row holds the library-row keys the batch plan reads
 (`entryUUID`, `title`, `mode`, `lastUpdated`, `space`) plus who wrote the thread
-(`author`, `author_name`) and its `context_uuid`. `space_meta.json` (written by
+(`author`, `author_name`) and its `context_uuid`. `space_meta` (written by
 `spaces --fetch-meta`): `{"spaces": {slug: record}}`, a record being the fields of
 `get_collection` we use plus `via` (the account that could see the space) or `error`.
 
@@ -23,6 +27,7 @@ from typing import Any
 from pplx_export.archive.library_index import INDEX_DIR
 from pplx_export.archive.paths import ensure_inside, safe_stem
 from pplx_export.models import JSON
+from pplx_export.store.docs import load_bytes, save_bytes
 from pplx_export.util.atomic import write_if_changed
 from pplx_export.util.jsontext import loads
 from pplx_export.util.lenient import as_dict, as_str, dicts
@@ -30,7 +35,9 @@ from pplx_export.util.lenient import as_dict, as_str, dicts
 log = logging.getLogger(__name__)
 
 LISTING_PREFIX = "space_"
-META_NAME = "space_meta.json"
+# The metadata document's key; also the old file's stem, which is no listing.
+META_KEY = "space_meta"
+META_NAME = f"{META_KEY}.json"
 LISTING_ROW_KEYS = (
     "entryUUID",
     "title",
@@ -60,10 +67,6 @@ def listing_path(root: Path, slug: str) -> Path:
         stem += "_"
     path = Path(root) / INDEX_DIR / f"{LISTING_PREFIX}{stem}.json"
     return ensure_inside(Path(root), path)
-
-
-def meta_path(root: Path) -> Path:
-    return Path(root) / INDEX_DIR / META_NAME
 
 
 def _space_ref(value: Any) -> dict[str, str] | None:
@@ -168,7 +171,7 @@ def iter_listings(root: Path) -> tuple[list[SpaceListing], list[str]]:
     return listings, problems
 
 
-# -- space_meta.json -------------------------------------------------------------------------
+# -- space_meta --------------------------------------------------------------------------------
 
 
 def _member(value: Any) -> JSON:
@@ -198,14 +201,14 @@ def error_record(slug: str, error: str, denied_for: list[str]) -> JSON:
 
 
 def load_meta(root: Path) -> tuple[dict[str, JSON], str]:
-    """{slug: record} and a problem message ("" when fine). A corrupt file reads as empty."""
-    path = meta_path(root)
+    """{slug: record} and a problem message ("" when fine). A corrupt one reads as empty."""
     try:
-        doc = loads(path.read_bytes())
-    except FileNotFoundError:
-        return {}, ""
+        data = load_bytes(root, META_KEY)
+        if data is None:
+            return {}, ""
+        doc = loads(data)
     except (OSError, ValueError, UnicodeDecodeError) as exc:
-        return {}, f"{path} is unreadable ({exc}); members left out"
+        return {}, f"the space metadata is unreadable ({exc}); members left out"
     spaces = as_dict(as_dict(doc).get("spaces"))
     return {k: v for k, v in spaces.items() if isinstance(v, dict)}, ""
 
@@ -213,4 +216,4 @@ def load_meta(root: Path) -> tuple[dict[str, JSON], str]:
 def save_meta(root: Path, records: dict[str, JSON]) -> bool:
     doc = {"spaces": {slug: records[slug] for slug in sorted(records)}}
     text = json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
-    return write_if_changed(meta_path(root), text, durable=True)
+    return save_bytes(root, META_KEY, text)

@@ -1,7 +1,8 @@
-"""`index/sync_runs.json`: when each account's `sync` last ran, last succeeded, and how.
+"""The `sync_runs` document of the state store (`index/sync_runs.json` before): when each
+account's `sync` last ran, last succeeded, and how.
 
 `status` warns (and `status --check` fails) when an account's last successful sync is older
-than the schedule's interval plus a day; `schedule --status` shows the last result. The file
+than the schedule's interval plus a day; `schedule --status` shows the last result. It
 lives in the archive (not the config) so degraded mode and a read-only config keep it too.
 Shape: `{"accounts": {"<name>": {"last_run_at", "last_ok_at", "last_result"}}}`, UTC ISO.
 """
@@ -14,28 +15,24 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pplx_export.util.atomic import atomic_write_text
+from pplx_export.store.docs import load_bytes, save_bytes
 from pplx_export.util.lenient import as_dict, as_str
 from pplx_export.util.timefmt import format_utc
 
 log = logging.getLogger(__name__)
 
-RUNS_NAME = "sync_runs.json"
-
-
-def runs_path(root: Path) -> Path:
-    return Path(root) / "index" / RUNS_NAME
+RUNS_KEY = "sync_runs"
 
 
 def load_runs(root: Path) -> dict[str, dict[str, str]]:
-    """account -> its record; {} when the file is missing or unreadable (said once)."""
-    path = runs_path(root)
+    """account -> its record; {} when there is none or it is unreadable (said once)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
+        raw = load_bytes(root, RUNS_KEY)
+        if raw is None:
+            return {}
+        data = json.loads(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        log.warning("ignoring unreadable %s (%s)", path, type(exc).__name__)
+        log.warning("ignoring unreadable %s (%s)", RUNS_KEY, type(exc).__name__)
         return {}
     accounts = as_dict(as_dict(data).get("accounts"))
     return {
@@ -59,6 +56,6 @@ def record_run(root: Path, account: str, *, now: datetime, result: str) -> None:
         rec["last_ok_at"] = stamp
     doc: dict[str, Any] = {"accounts": dict(sorted(runs.items()))}
     try:
-        atomic_write_text(runs_path(root), json.dumps(doc, indent=1) + "\n")
+        save_bytes(root, RUNS_KEY, json.dumps(doc, indent=1) + "\n")
     except OSError as exc:
-        log.warning("could not record the sync run in %s: %s", runs_path(root), exc)
+        log.warning("could not record the sync run: %s", exc)

@@ -1,8 +1,9 @@
-"""Answer-variant side effects (protocol §5.8): the WARNING line and the JSONL log.
+"""Answer-variant side effects (protocol §5.8): the WARNING line and the log.
 
-The log is one JSON object per `(web_uuid, entry_uuid)` pair, appended only for new pairs.
-It is rewritten atomically (read, add, replace), which keeps it whole after a crash; corrupt
-lines from an older writer are kept verbatim and skipped when reading keys.
+The log is the state store's `answer_variants` table (`index/answer_variants_log.jsonl`
+before): one JSON object per `(web_uuid, entry_uuid)` pair, added only for new pairs, in one
+committed transaction per thread. Corrupt lines an older writer left in the file were
+imported verbatim and are kept, in their place.
 """
 
 from __future__ import annotations
@@ -12,13 +13,11 @@ import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pplx_export.util.atomic import atomic_write_bytes
+from pplx_export.store.docs import connect
 from pplx_export.util.jsontypes import JSON
 from pplx_export.util.timefmt import format_utc
 
 log = logging.getLogger("pplx_export.variants")
-
-LOG_NAME = "index/answer_variants_log.jsonl"
 
 
 def variant_records(web_uuid: str, title: str, variants: list[JSON]) -> list[JSON]:
@@ -51,33 +50,40 @@ def warn_variants(records: list[JSON]) -> None:
 def append_variant_log(
     root: Path, records: list[JSON], *, source: str, now: datetime | None = None
 ) -> list[JSON]:
-    """Append the records whose `(web_uuid, entry_uuid)` pair is new; return those."""
+    """Add the records whose `(web_uuid, entry_uuid)` pair is new; return those. Raises
+    OSError (StoreError) when the log cannot be written, as the file write did."""
     if not records:
         return []
-    path = Path(root) / LOG_NAME
-    try:
-        existing = path.read_bytes()
-    except FileNotFoundError:
-        existing = b""
-    known: set[tuple[str, str]] = set()
-    for line in existing.splitlines():
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            continue  # tolerated: a torn line of an older, non-atomic writer
-        if isinstance(doc, dict):
-            known.add((str(doc.get("web_uuid")), str(doc.get("entry_uuid"))))
     stamp = format_utc(now or datetime.now(UTC))
     new: list[JSON] = []
-    for r in records:
-        key = (str(r["web_uuid"]), str(r["entry_uuid"]))
-        if key in known:
-            continue
-        known.add(key)
-        new.append({"detected_at": stamp, "source": source, **r})
-    if new:
-        if existing and not existing.endswith(b"\n"):
-            existing += b"\n"
-        lines = b"".join(json.dumps(n, ensure_ascii=False).encode() + b"\n" for n in new)
-        atomic_write_bytes(path, existing + lines, durable=True)
+    with connect(Path(root), write=True) as db:
+        assert db is not None
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for r in records:
+                rec = {"detected_at": stamp, "source": source, **r}
+                cur = db.execute(
+                    "INSERT OR IGNORE INTO answer_variants (web_uuid, entry_uuid, record) "
+                    "VALUES (?, ?, ?)",
+                    (str(r["web_uuid"]), str(r["entry_uuid"]), _line(rec)),
+                )
+                if cur.rowcount > 0:
+                    new.append(rec)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
     return new
+
+
+def _line(record: JSON) -> bytes:
+    return json.dumps(record, ensure_ascii=False).encode("utf-8")
+
+
+def variant_log_lines(root: Path) -> list[bytes]:
+    """The log as the JSONL file held it: one line per record, oldest first."""
+    with connect(Path(root), write=False) as db:
+        if db is None:
+            return []
+        rows = db.execute("SELECT record FROM answer_variants ORDER BY seq").fetchall()
+    return [bytes(r[0]) for r in rows]

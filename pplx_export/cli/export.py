@@ -419,7 +419,7 @@ def sync_deleted(opts: RunOptions, online: bool, limit: int | None, as_json: boo
 @json_option
 @common_options
 def usage_backfill(opts: RunOptions, limit: int | None, as_json: bool) -> None:
-    """Credit usage per thread into index/credit_usage_<account>.json (every account).
+    """Credit usage per thread into the archive's state store (every account; status shows it).
 
     Resumable: threads already recorded (or forbidden for their account) are not asked again.
     """

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 @click.option(
     "--fetch-meta",
     is_flag=True,
-    help="First fetch each space's owner and members into index/space_meta.json (online; "
+    help="First fetch each space's owner and members into the archive's state (online; "
     "a denied space is retried with the other configured accounts).",
 )
 @json_option

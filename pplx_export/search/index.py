@@ -35,6 +35,7 @@ from typing import Any
 
 from pplx_export.models import JSON, Conversation
 from pplx_export.search.extract import ThreadRow, thread_row
+from pplx_export.search.pending import clear_pending, pending_rels
 from pplx_export.search.schema import (
     FTS_TABLES,
     SCHEMA_VERSION,
@@ -784,33 +785,6 @@ def coverage(root: Path, rels: Iterable[str]) -> dict[str, str]:
     return out
 
 
-# Directories whose index update failed (a full disk, a locked database) after their thread
-# was written: they may hold rows of an earlier version, which `repair_missing` cannot tell
-# from current ones without a stat of every thread. One per line, appended.
-PENDING = "search_pending.txt"
-
-
-def note_pending(root: Path, rel: str) -> None:
-    """Remember that `rel` still needs indexing (its update failed). Raises OSError when
-    even that cannot be written: the caller then must not count the thread as done."""
-    path = Path(root) / "index" / PENDING
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(rel + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _pending(root: Path) -> set[str]:
-    try:
-        text = (Path(root) / "index" / PENDING).read_text("utf-8")
-    except FileNotFoundError:
-        return set()
-    except (OSError, UnicodeDecodeError) as exc:
-        log.debug("search index: pending list unreadable: %s", exc)
-        return set()
-    return {line for line in text.splitlines() if line}
-
-
 def repair_missing(root: Path, rels: Iterable[str]) -> list[str]:
     """Index those of `rels` (directories of threads marked done) the index lacks, and those
     whose update failed (`note_pending`): what a kill or a full disk between a thread's
@@ -818,9 +792,8 @@ def repair_missing(root: Path, rels: Iterable[str]) -> list[str]:
     directories indexed. Never raises; without an index there is nothing to repair (the
     next search builds one)."""
     path = db_path(root)
-    pending_path = Path(root) / "index" / PENDING
     if not path.is_file():
-        pending_path.unlink(missing_ok=True)  # the rebuild will read every thread anyway
+        clear_pending(root)  # the rebuild will read every thread anyway
         return []
     try:
         conn = connect_ro(path)
@@ -831,7 +804,7 @@ def repair_missing(root: Path, rels: Iterable[str]) -> list[str]:
     except sqlite3.Error as exc:
         log.debug("search index not checked for missing threads: %s", exc)
         return []
-    pending = _pending(root)
+    pending = pending_rels(root)
     todo = sorted(
         rel
         for rel in set(rels) | pending
@@ -842,7 +815,7 @@ def repair_missing(root: Path, rels: Iterable[str]) -> list[str]:
         if stats.error:
             return []
         log.info("search index: %d thread(s) it lacked indexed", len(todo))
-    pending_path.unlink(missing_ok=True)
+    clear_pending(root, pending)
     return todo
 
 

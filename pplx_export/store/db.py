@@ -154,8 +154,15 @@ def open_state(root: Path, *, readonly: bool = False) -> sqlite3.Connection:
 
 
 def _open_readonly(path: Path, root: Path) -> sqlite3.Connection:
+    behind: sqlite3.Connection | None = None
+    # Where the store may be written, a read-write connection that only reads: unlike a
+    # `mode=ro` one, the last to close removes the WAL and shared-memory files, so a
+    # read-only command leaves `index/` as it found it.
+    modes: list[dict[str, str]] = [{"mode": "ro"}, {"mode": "ro", "immutable": "1"}]
+    if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
+        modes.insert(0, {"mode": "rw"})
     if path.exists():
-        for params in ({"mode": "ro"}, {"mode": "ro", "immutable": "1"}):
+        for params in modes:
             try:
                 db = sqlite3.connect(
                     _uri(path, **params), uri=True, isolation_level=None, check_same_thread=False
@@ -163,13 +170,17 @@ def _open_readonly(path: Path, root: Path) -> sqlite3.Connection:
                 _configure(db, writable=False)
                 if not _pending(db):
                     return db
-                db.close()
+                behind = db
                 break
             except sqlite3.OperationalError:
                 continue
     # No store, or one behind this version, in a place we may not write: build it in memory
-    # from the files on disk, without renaming anything.
+    # (from a copy of the store behind, whose earlier migrations retired their files, then
+    # from the files on disk), without renaming anything.
     db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    if behind is not None:
+        behind.backup(db)
+        behind.close()
     _configure(db, writable=False)
     with _no_retire():
         migrate(db, root)

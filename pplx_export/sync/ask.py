@@ -16,7 +16,7 @@ Order of a run (product.md §4, protocol §2.12):
    settled by polling the thread once its UUID is known (bounded by `--poll-for`, paced 2, 3,
    5, 8, then every 10 s, capped by [network] backoff_cap; the live view says so): completed
    there means the steps above run anyway; FAILED there archives nothing.
-   `-c/--continue` reads the last thread asked from this archive (`index/last_ask.json`, per
+   `-c/--continue` reads the last thread asked from this archive (the state store's `last_ask`, per
    account), written as soon as a stream names its thread.
 
 No analytics or telemetry request is ever sent.
@@ -67,12 +67,12 @@ from pplx_export.perplexity.ask import (
     turn_status,
 )
 from pplx_export.perplexity.session import open_session, runtime_for
+from pplx_export.store.docs import load_bytes, save_bytes
 from pplx_export.sync.ask_stream import ThreadFeed, WatchResult, watch
 from pplx_export.sync.ask_view import AskView, duration, make_view
 from pplx_export.sync.assemble import default_engine
 from pplx_export.sync.export import Exporter, parse_thread_ref
 from pplx_export.sync.models import Catalog, read_cache, staleness_warning, summarize
-from pplx_export.util.atomic import atomic_write_text
 from pplx_export.util.lenient import as_dict, as_list, as_str
 
 log = logging.getLogger("pplx_export.ask")
@@ -179,25 +179,20 @@ def prompt_from_editor(text: str | None) -> str:
 
 # -- the last thread this archive asked (`-c/--continue`) ---------------------------------------
 
-LAST_ASK_FILE = "last_ask.json"
-
-
-def last_ask_path(out: Path) -> Path:
-    return out / "index" / LAST_ASK_FILE
+# A state store document (`index/last_ask.json` before).
+LAST_ASK_KEY = "last_ask"
 
 
 def remember_thread(out: Path, account: str, uuid: str, when: datetime | None = None) -> None:
     """Note `uuid` as the last thread asked from this archive by `account` (best-effort)."""
-    path = last_ask_path(out)
     try:
-        doc = as_dict(json.loads(path.read_text(encoding="utf-8")))
+        doc = as_dict(json.loads(load_bytes(out, LAST_ASK_KEY) or b"{}"))
     except (OSError, ValueError):
         doc = {}
     stamp = (when or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     doc[account] = {"thread_uuid": uuid, "asked_at": stamp}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        save_bytes(out, LAST_ASK_KEY, json.dumps(doc, indent=1, sort_keys=True) + "\n")
     except OSError as exc:
         log.warning("could not note the thread for --continue (%s)", exc)
 
@@ -205,7 +200,7 @@ def remember_thread(out: Path, account: str, uuid: str, when: datetime | None = 
 def last_thread(out: Path, account: str) -> str:
     """The UUID of the last thread this archive asked for `account`; UsageError when none."""
     try:
-        doc = as_dict(json.loads(last_ask_path(out).read_text(encoding="utf-8")))
+        doc = as_dict(json.loads(load_bytes(out, LAST_ASK_KEY) or b"{}"))
     except (OSError, ValueError):
         doc = {}
     uuid = as_str(as_dict(doc.get(account)).get("thread_uuid"))

@@ -11,7 +11,8 @@ Secrets: `.gitignore` always carries the lines below before anything is staged. 
 `git add -A` staged, a cookie jar (judged by its content, whatever its name), the file given
 to `--cookies`, the `--log-file` and any log are taken out again; a staged file that still
 holds a session value of the run aborts the commit. A failed commit is an error, not a
-warning: the run's exit code says so, and `status` shows it (`index/auto_commit.json`).
+warning: the run's exit code says so, and `status` shows it (the state store's `auto_commit`
+document).
 A `.git/index.lock` that a killed git left (no git process is running in the archive) is
 removed first: otherwise every later commit fails.
 """
@@ -29,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pplx_export.net.cookies import is_cookie_jar
+from pplx_export.store.docs import load_bytes, save_bytes
 from pplx_export.util.atomic import TEMP_PREFIX, atomic_write_text
 from pplx_export.util.timefmt import format_utc
 
@@ -44,12 +46,15 @@ GITIGNORE_LINES = (
     f"{TEMP_PREFIX}*",
     "index/logs/",
     "index/search.sqlite*",
+    # The state store changes on every run and is rewritten in place (a WAL beside it): a
+    # copy in git would be a binary blob per commit, and one taken mid-run inconsistent.
+    "index/state.sqlite*",
     "index/*.running",
 )
 SECRET_NAMES = (".cookies.json",)
 GIT_TIMEOUT = 120.0
-# Where the outcome of the last auto-commit is kept, for `status`.
-RECORD = f"{INDEX_DIR}/auto_commit.json"
+# Where the outcome of the last auto-commit is kept, for `status` (a state store document).
+RECORD = "auto_commit"
 # Without /proc (macOS, Windows) a lock this old is taken for a killed git's.
 STALE_LOCK_AGE_S = 600.0
 # A cookie jar is small; larger files are not read to be judged one.
@@ -239,7 +244,7 @@ def _record(root: Path, command: str, result: CommitResult) -> None:
         return
     doc = {"at": format_utc(datetime.now(UTC)), "command": command, **result.to_json()}
     try:
-        atomic_write_text(root / RECORD, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+        save_bytes(root, RECORD, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
     except OSError as exc:
         log.debug("auto_commit outcome not recorded: %s", exc)
 
@@ -247,7 +252,7 @@ def _record(root: Path, command: str, result: CommitResult) -> None:
 def read_record(root: Path) -> dict[str, object] | None:
     """The last auto-commit outcome recorded (None when none or unreadable)."""
     try:
-        doc = json.loads((root / RECORD).read_text("utf-8"))
+        doc = json.loads(load_bytes(root, RECORD) or b"null")
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None

@@ -7,7 +7,7 @@ still run; the exit code then says so (`AccountsFailed`: the first failed accoun
 3 when a session was refused). `--account NAME` narrows the run to one account, and a
 config with one account (or none: degraded mode) runs as before, with the same output.
 
-`sync` also records each account's outcome in `index/sync_runs.json` (status' staleness
+`sync` also records each account's outcome in the `sync_runs` document (status' staleness
 warning, `schedule --status`), and runs the deletion check once, after every account's
 index is fresh (its candidates are judged against the union of the indexes).
 """

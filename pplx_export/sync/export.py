@@ -29,7 +29,8 @@ from pplx_export.parse.last_updated import same_last_updated
 from pplx_export.parse.losses import LOSS_NOTE
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.thread import IncompleteThread
-from pplx_export.search.index import note_pending, update_threads
+from pplx_export.search.index import update_threads
+from pplx_export.search.pending import note_pending
 from pplx_export.sync.assemble import Engine, default_engine, export_conversation
 from pplx_export.sync.fetch_assets import download_assets, fetch_report_body
 from pplx_export.sync.official_merge import with_imported_turns

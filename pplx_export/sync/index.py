@@ -32,7 +32,7 @@ from pplx_export.archive.library_index import (
 )
 from pplx_export.config import Config
 from pplx_export.parse.last_updated import same_last_updated
-from pplx_export.util.atomic import atomic_write_text
+from pplx_export.store.docs import load_bytes, save_bytes
 from pplx_export.util.lenient import as_dict, as_str, lenient_int
 from pplx_export.util.timefmt import format_utc, parse_time
 
@@ -161,13 +161,14 @@ def _fetched_again(row: dict[str, Any], seen: set[str], head: list[dict[str, Any
     return uuid in seen if uuid else row in head
 
 
-# ------------------------------------------------------------------ index/index_state.json
+# ------------------------------------------- the index_state document (index_state.json before)
 
 # The run counters of each account live in the archive, not in the user's config file: an
 # `index` run rewrote the config (comments and layout kept, but still the user's file) only
 # to store counters. Archives of earlier versions have them in the config's
-# `[index_state.<account>]`: read there until this file has the account.
-INDEX_STATE = "index_state.json"
+# `[index_state.<account>]`: read there until the archive has the account. Kept in the state
+# store (store/docs.py; `index/index_state.json` before).
+INDEX_STATE = "index_state"
 
 
 @dataclass
@@ -186,17 +187,12 @@ class IndexState:
         }
 
 
-def _state_file(root: Path) -> Path:
-    return Path(root) / "index" / INDEX_STATE
-
-
 def _load_states(root: Path) -> dict[str, Any]:
     try:
-        return as_dict(json.loads(_state_file(root).read_bytes()))
-    except FileNotFoundError:
-        return {}
+        data = load_bytes(root, INDEX_STATE)
+        return as_dict(json.loads(data)) if data is not None else {}
     except (OSError, ValueError) as exc:
-        log.warning("%s unreadable (%s); the run counters start again", _state_file(root), exc)
+        log.warning("%s unreadable (%s); the run counters start again", INDEX_STATE, exc)
         return {}
 
 
@@ -230,7 +226,7 @@ def record_index_run(
     listing: str = "",
     config: Config | None = None,
 ) -> bool:
-    """Stamp the account's counters in `index/index_state.json` after a successful refresh;
+    """Stamp the account's counters in the archive's state store after a successful refresh;
     True when a full sweep is due. The config file is never written."""
     state = read_index_state(root, account, config)
     stamp = format_utc(now)
@@ -243,8 +239,7 @@ def record_index_run(
         state.listing = listing
     states = _load_states(root)
     states[account] = state.to_json()
-    path = _state_file(root)
-    atomic_write_text(path, json.dumps(states, ensure_ascii=False, indent=1) + "\n")
+    save_bytes(root, INDEX_STATE, json.dumps(states, ensure_ascii=False, indent=1) + "\n")
     return state.incremental_runs_since_full >= FULL_REMINDER_RUNS
 
 
@@ -259,7 +254,7 @@ def update_library_index(
     listing: Callable[[], str] | None = None,
 ) -> IndexResult:
     """Load, refresh from `fetched`, save (only when the bytes change), stamp the run
-    counters (`index/index_state.json`; `config`: where an earlier version kept them).
+    counters (the state store's `index_state`; `config`: where an earlier version kept them).
 
     `fetched` is the network layer's lazy listing; the caller wires it. The counters are only
     stamped after the listing was consumed without an exception, so a failed refresh never

@@ -7,14 +7,16 @@ from `thread.json`, its `conversation.md` text as the only content (so only `sam
 and bare-UUID `references` can come from it). A thread whose files cannot be read or
 parsed is reported and left out; the rest of the graph is still built.
 
-Parsing every thread is as costly as a re-render, so the facts are cached in
-`index/relations_cache.json` keyed by the (size, mtime_ns) of the files they came from (the
-trust rule of `re-render --changed-only`); the parser version is part of the key. A
-re-render has every thread parsed anyway: its workers compute each thread's record
-(`facts_record`) and the run appends them to `index/relations_cache.jsonl` (one line per
-thread, constant memory), which the next `relations` replays over the snapshot and folds
-into it. So after a re-render `relations` parses nothing. The cache is derived state:
-losing it (or a torn journal line) costs one slow run.
+Parsing every thread is as costly as a re-render, so the facts are cached in the state
+store's `relations_cache` document (`index/relations_cache.json` before) keyed by the
+(size, mtime_ns) of the files they came from (the trust rule of `re-render --changed-only`);
+the parser version is part of the key. A re-render has every thread parsed anyway: its
+workers compute each thread's record (`facts_record`) and the run adds them to the store's
+`relation_facts_journal` table (one row per thread, in short batches: constant memory, and
+no write lock held while workers run; `index/relations_cache.jsonl` before), which the next
+`relations` replays over the snapshot and folds into it. So after a re-render `relations`
+parses nothing. The cache is derived state: losing it (or a torn journal line) costs one
+slow run.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pplx_export.archive.library_index import INDEX_DIR
 from pplx_export.archive.paths import iter_thread_rels
 from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES
 from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.models import JSON, Conversation
 from pplx_export.renderer_version import RENDERER_VERSION
+from pplx_export.store.db import transaction
+from pplx_export.store.docs import connect, load_bytes, save_bytes
 from pplx_export.sync.relation_edges import (
     SubAgentRef,
     ThreadFacts,
@@ -39,18 +42,19 @@ from pplx_export.sync.relation_edges import (
     link_uuids,
     normalize_query,
 )
-from pplx_export.util.atomic import read_with_stat, write_if_changed
+from pplx_export.util.atomic import read_with_stat
 from pplx_export.util.jsontext import dumps_compact, loads, loads_as
 from pplx_export.util.lenient import as_dict, as_str
 from pplx_export.util.lenient import lenient_int as lint
 
 log = logging.getLogger(__name__)
 
-CACHE_NAME = "relations_cache.json"
-JOURNAL_NAME = "relations_cache.jsonl"
-# A journal no `relations` has folded in for this long is left to grow no further (the
+CACHE_NAME = "relations_cache"  # a state store document
+# A journal no `relations` has folded in for this many rows is left to grow no further (the
 # threads it misses are read by that run instead).
-JOURNAL_CAP = 64 << 20
+JOURNAL_CAP_ROWS = 200_000
+# Rows buffered before one short transaction writes them.
+JOURNAL_BATCH = 256
 # 2: facts hold the normalized first query (`prompt_key`); 3: `links` include title-slug
 # thread URLs (protocol §9.4), so facts of format 2 are read again.
 CACHE_FORMAT = 3
@@ -133,14 +137,6 @@ class FactsScan:
             if held is None or _dir_key(facts.rel) > _dir_key(held.rel):
                 by_uuid[facts.uuid] = facts
         return sorted(by_uuid.values(), key=lambda f: f.rel)
-
-
-def cache_path(root: Path) -> Path:
-    return Path(root) / INDEX_DIR / CACHE_NAME
-
-
-def journal_path(root: Path) -> Path:
-    return Path(root) / INDEX_DIR / JOURNAL_NAME
 
 
 def _stat(path: str) -> Stat:
@@ -242,38 +238,63 @@ def facts_record(root: Path, rel: str, conv: Conversation, doc: JSON) -> JSON:
 
 
 class FactsJournal:
-    """The re-render's side of the cache: `add` appends one thread's record to the journal
-    (opened on the first record, buffered: derived state needs no fsync), `close` ends it."""
+    """The re-render's side of the cache: `add` buffers one thread's record, written to the
+    journal table in short transactions (never one held while the workers run, who may
+    write the store too); `close` writes the rest."""
 
     def __init__(self, root: Path) -> None:
-        self.path = journal_path(root)
-        self.fh: Any = None
+        self.root = Path(root)
+        self.lines: list[bytes] = []
+        self.checked = False
         self.failed = False
 
     def add(self, rel: str, record: JSON) -> None:
         if self.failed:
             return
-        line = dumps_compact({"rel": rel, "parser": FACTS_STAMP, **record})
+        self.lines.append(dumps_compact({"rel": rel, "parser": FACTS_STAMP, **record}))
+        if len(self.lines) >= JOURNAL_BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        lines, self.lines = self.lines, []
+        if self.failed or not lines:
+            return
         try:
-            if self.fh is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.fh = open(self.path, "ab")  # noqa: SIM115 (closed in close)
-                if self.fh.tell() > JOURNAL_CAP:
-                    self.close()
-                    self.failed = True
-                    return
-            self.fh.write(line + b"\n")
+            with connect(self.root, write=True) as db:
+                assert db is not None
+                if not self.checked:
+                    self.checked = True
+                    (rows,) = db.execute("SELECT count(*) FROM relation_facts_journal").fetchone()
+                    if rows > JOURNAL_CAP_ROWS:
+                        self.failed = True
+                        return
+                with transaction(db):
+                    db.executemany(
+                        "INSERT INTO relation_facts_journal (line) VALUES (?)",
+                        ((line,) for line in lines),
+                    )
         except OSError as exc:  # derived state: `relations` reads those threads itself
             log.debug("relations journal not written: %s", exc)
             self.failed = True
 
     def close(self) -> None:
-        if self.fh is not None:
-            try:
-                self.fh.close()
-            except OSError as exc:
-                log.debug("relations journal not closed: %s", exc)
-            self.fh = None
+        self._flush()
+
+
+def journal_lines(root: Path) -> list[bytes]:
+    """The journal's lines, oldest first (raises StoreError)."""
+    with connect(Path(root), write=False) as db:
+        if db is None:
+            return []
+        rows = db.execute("SELECT line FROM relation_facts_journal ORDER BY seq").fetchall()
+    return [bytes(r[0]) for r in rows]
+
+
+def clear_journal(root: Path) -> None:
+    """Forget the journal's lines (folded into the snapshot). Raises StoreError."""
+    with connect(Path(root), write=True) as db:
+        assert db is not None
+        db.execute("DELETE FROM relation_facts_journal")
 
 
 @dataclass
@@ -288,14 +309,13 @@ def _replay(root: Path, records: dict[str, Record]) -> Replay:
     """Apply the journal's records over `records` (a later line wins). A torn or foreign
     line is skipped: that thread is read again instead."""
     try:
-        data = journal_path(root).read_bytes()
-    except FileNotFoundError:
-        return Replay()
+        raw_lines = journal_lines(root)
     except OSError as exc:
         log.info("relations journal unreadable (%s); reading those threads again", exc)
         return Replay(journal=True, new_facts=True)
+    if not raw_lines:
+        return Replay()
     replay = Replay(journal=True)
-    raw_lines = data.splitlines()
     # An intact journal decodes in one typed pass; else line by line, so a torn line (or
     # one of another format) costs only its own thread.
     lines = loads_as(b"[" + b",".join(raw_lines) + b"]", list[_JournalLine])
@@ -366,9 +386,9 @@ def load_cache(root: Path) -> tuple[dict[str, Record], JSON, Replay]:
     threads: dict[str, Record] = {}
     outputs: JSON = {}
     try:
-        threads, outputs = _decode_snapshot(cache_path(root).read_bytes())
-    except FileNotFoundError:
-        pass
+        data = load_bytes(root, CACHE_NAME)
+        if data is not None:
+            threads, outputs = _decode_snapshot(data)
     except (OSError, ValueError, UnicodeDecodeError):
         log.info("relations cache unreadable; rebuilding it")
     journal = _replay(root, threads)
@@ -378,14 +398,14 @@ def load_cache(root: Path) -> tuple[dict[str, Record], JSON, Replay]:
 def save_cache(root: Path, records: dict[str, Record], outputs: JSON) -> None:
     snapshot = _Snapshot(CACHE_FORMAT, RENDERER_VERSION, outputs, records)
     # No trailing newline: jsontext.loads decodes a document that ends where the text ends
-    # in one C call, and this file is read on every run.
+    # in one C call, and this document is read on every run.
     data = dumps_compact(snapshot)
     try:
-        write_if_changed(cache_path(root), data)
+        save_bytes(root, CACHE_NAME, data)
         # Folded into the snapshot: the journal's records are in it now.
-        journal_path(root).unlink(missing_ok=True)
+        clear_journal(root)
     except OSError as exc:  # derived state: the graph is still right without it
-        log.warning("could not write %s: %s", cache_path(root), exc)
+        log.warning("could not save %s: %s", CACHE_NAME, exc)
 
 
 def scan_facts(root: Path, *, parse: ParseFn | None = None, use_cache: bool = True) -> FactsScan:

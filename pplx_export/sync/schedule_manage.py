@@ -4,7 +4,7 @@ and the advice on which cookie source a job without a desktop session can use.
 `--status` reads the crontab (our marked entries for this archive) and the systemd user unit
 directory (our `pplx-export-sync-*.timer` units whose service runs sync on this archive),
 computes the next run from their times and shows each account's last result from
-`index/sync_runs.json`. One archive scheduled both ways runs twice a night: a warning says so.
+the `sync_runs` document. One archive scheduled both ways runs twice a night: a warning says so.
 `--uninstall` removes this archive's entries and units (only the `--account` set's, when
 one is given). `--check` runs the job's sign-in once (the hidden `check-signin` command with
 the job's options) in the environment cron or systemd gives a job, and reports what happened:

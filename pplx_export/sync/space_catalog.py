@@ -10,7 +10,7 @@ Sources, strongest first, for a thread's space:
 3. the thread's own `thread.json` `space`, for threads no index lists at all.
 
 Every `thread.json` is read once (it names the thread's newest exported directory and
-its author and mode); `index/space_meta.json` adds titles, emoji and members. Unreadable
+its author and mode); the `space_meta` document adds titles, emoji and members. Unreadable
 files are reported in `problems` and left out; nothing here raises for bad archive data.
 """
 
@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pplx_export.archive.library_index import INDEX_DIR, index_path, indexed_accounts
+from pplx_export.archive.library_index import index_path, indexed_accounts
 from pplx_export.archive.paths import iter_thread_rels, safe_stem, uuid8
 from pplx_export.archive.space_files import iter_listings, load_meta
 from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.models import JSON
 from pplx_export.render.spaces import Member, SpacePage, SpaceThread
-from pplx_export.util.atomic import read_with_stat, write_if_changed
+from pplx_export.store.docs import load_bytes, save_bytes
+from pplx_export.util.atomic import read_with_stat
 from pplx_export.util.jsontext import dumps_compact, loads
 from pplx_export.util.lenient import as_dict, as_str, dicts, lenient_int
 from pplx_export.util.timefmt import parse_time
@@ -87,15 +88,16 @@ def _time_key(value: str) -> float:
     return moment.timestamp() if moment is not None else float("-inf")
 
 
-CACHE_NAME = "spaces_cache.json"
+# A state store document (`index/spaces_cache.json` before).
+CACHE_NAME = "spaces_cache"
 CACHE_FORMAT = 1
 
 
-def read_cache(path: Path, fmt: int, key: str) -> dict[str, Any]:
-    """The `key` object of a derived cache file `{"format": fmt, key: {...}}`; unreadable or
-    of another format: empty (derived state, rebuilt by the next run)."""
+def read_cache(root: Path, name: str, fmt: int, key: str) -> dict[str, Any]:
+    """The `key` object of a derived cache document `{"format": fmt, key: {...}}`; absent,
+    unreadable or of another format: empty (derived state, rebuilt by the next run)."""
     try:
-        doc = loads(path.read_bytes())
+        doc = loads(load_bytes(root, name) or b"{}")
     except (OSError, ValueError, UnicodeDecodeError):
         return {}
     if not isinstance(doc, dict) or doc.get("format") != fmt:
@@ -106,15 +108,15 @@ def read_cache(path: Path, fmt: int, key: str) -> dict[str, Any]:
 
 def _load_cache(root: Path) -> dict[str, list[Any]]:
     """{rel: [size, mtime_ns, uuid, title, author, mode, lastUpdated, space]}."""
-    return read_cache(root / INDEX_DIR / CACHE_NAME, CACHE_FORMAT, "threads")
+    return read_cache(root, CACHE_NAME, CACHE_FORMAT, "threads")
 
 
 def _save_cache(root: Path, records: dict[str, list[Any]]) -> None:
     doc = {"format": CACHE_FORMAT, "threads": records}
     try:
-        write_if_changed(root / INDEX_DIR / CACHE_NAME, dumps_compact(doc))
-    except OSError as exc:
-        log.warning("could not write %s: %s", root / INDEX_DIR / CACHE_NAME, exc)
+        save_bytes(root, CACHE_NAME, dumps_compact(doc))
+    except OSError as exc:  # derived state: the next run reads every thread.json again
+        log.warning("could not save %s: %s", CACHE_NAME, exc)
 
 
 def _fields(record: Any) -> list[Any] | None:
@@ -143,7 +145,7 @@ def scan_disk(
     """Every thread directory's thread.json, by lower-cased web UUID.
 
     A thread.json whose size and mtime are those of the last run is not read again: its
-    fields come from `index/spaces_cache.json` (the trust rule of `re-render
+    fields come from the `spaces_cache` document (the trust rule of `re-render
     --changed-only`); a thread.json `sync-space` patches has a new mtime, so it is read again.
     """
     found: dict[str, list[DiskThread]] = {}

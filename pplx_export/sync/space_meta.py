@@ -1,4 +1,4 @@
-"""`spaces --fetch-meta`: each space's metadata into `index/space_meta.json` (protocol §2.6).
+"""`spaces --fetch-meta`: each space's metadata into the state store (protocol §2.6).
 
 A space this account may not view answers `200 status: failed` (`*_NOT_ALLOWED`), which the
 client raises as PermissionDenied; a 404 is what a private space looks like to an outsider.

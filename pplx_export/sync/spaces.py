@@ -2,7 +2,7 @@
 
 Offline by default: the pages come from the archive alone (`sync.space_catalog`), so the
 command makes no request at all. `--fetch-meta` first asks the API for each space's
-metadata (`sync.space_meta`) and stores it in `index/space_meta.json`; the pages then show
+metadata (`sync.space_meta`) and stores it in the state store (`space_meta`); the pages then show
 owner and members. Files are written only when their bytes change, and a page whose space
 is gone is removed (only pages the previous `spaces.json` lists: nothing else under
 `spaces/` is ours to delete).
@@ -23,7 +23,7 @@ from pplx_export import __version__
 from pplx_export.archive.library_index import INDEX_DIR
 from pplx_export.archive.lock import archive_lock
 from pplx_export.archive.paths import ensure_inside
-from pplx_export.archive.space_files import load_meta, save_meta
+from pplx_export.archive.space_files import META_KEY, load_meta, save_meta
 from pplx_export.context import RunOptions
 from pplx_export.errors import UsageError
 from pplx_export.models import JSON
@@ -35,6 +35,7 @@ from pplx_export.render.spaces import (
     render_spaces_index,
 )
 from pplx_export.renderer_version import RENDERER_VERSION
+from pplx_export.store.docs import load_bytes, save_bytes
 from pplx_export.sync.space_catalog import (
     INDEX_FILE,
     Catalog,
@@ -152,7 +153,8 @@ def _previous_files(directory: Path) -> set[str]:
             and not n.startswith(".") and n != INDEX_FILE}  # fmt: skip
 
 
-MEMO_NAME = "spaces_pages.json"
+# A state store document (`index/spaces_pages.json` before).
+MEMO_NAME = "spaces_pages"
 MEMO_FORMAT = 1
 
 
@@ -167,7 +169,7 @@ def _page_key(page: SpacePage, lang: str, flavor: str) -> str:
 def _load_memo(root: Path) -> dict[str, Any]:
     """{page file: [key, size, mtime_ns, spaces.json part]} of the last run; unreadable or
     of another format: empty (every page is rendered, as on a first run)."""
-    return read_cache(root / INDEX_DIR / MEMO_NAME, MEMO_FORMAT, "pages")
+    return read_cache(root, MEMO_NAME, MEMO_FORMAT, "pages")
 
 
 def write_pages(
@@ -177,7 +179,7 @@ def write_pages(
 
     A page whose inputs have the digest of the last run and whose file still has that
     run's size and mtime is neither rendered nor read: with one thread changed, one page
-    is (index/spaces_pages.json holds the digests and each page's part of spaces.json)."""
+    is (the `spaces_pages` document holds the digests and each page's part of spaces.json)."""
     directory = ensure_inside(root, root / SPACES_DIR)
     memo = _load_memo(root)
     fresh: dict[str, list[Any]] = {}
@@ -218,9 +220,9 @@ def write_pages(
     if fresh != memo:
         try:
             doc = {"format": MEMO_FORMAT, "pages": fresh}
-            write_if_changed(root / INDEX_DIR / MEMO_NAME, dumps_compact(doc))
+            save_bytes(root, MEMO_NAME, dumps_compact(doc))
         except OSError as exc:  # derived state: the next run renders every page again
-            log.warning("could not write %s: %s", root / INDEX_DIR / MEMO_NAME, exc)
+            log.warning("could not save %s: %s", MEMO_NAME, exc)
     return written, removed
 
 
@@ -229,7 +231,7 @@ def space_slugs(catalog: Catalog) -> list[str]:
 
 
 def refresh_meta(opts: RunOptions, opener: Opener, api: PerplexityAPI | None = None) -> MetaOutcome:
-    """Fetch every known space's metadata and merge it into space_meta.json."""
+    """Fetch every known space's metadata and merge it into `space_meta`."""
     catalog = build_catalog(opts.out)
     from pplx_export.sync.space_meta import fetch_space_meta
 
@@ -247,7 +249,7 @@ def run_spaces(
     opener: Opener | None = None,
     api: PerplexityAPI | None = None,
 ) -> SpacesResult:
-    """Build spaces/ (and first, with `fetch_meta`, index/space_meta.json)."""
+    """Build spaces/ (and first, with `fetch_meta`, the space metadata)."""
     started = time.monotonic()
     root = Path(opts.out)
     require_archive(root)
@@ -294,7 +296,8 @@ def run_spaces(
     return result
 
 
-STAMP_NAME = "spaces_stamp.json"
+# A state store document (`index/spaces_stamp.json` before).
+STAMP_NAME = "spaces_stamp"
 
 
 def _stat(path: Path) -> list[int] | None:
@@ -307,11 +310,13 @@ def _stat(path: Path) -> list[int] | None:
 
 def _stamp(root: Path, opts: RunOptions, last: JSON, result: SpacesResult | None = None) -> JSON:
     """What spaces/ was built from and holds: the language and flavour, the (size, mtime_ns)
-    of every index file it read and of every file it wrote, and the counts of the summary."""
+    of every index file it read and of every file it wrote, a digest of the space metadata,
+    and the counts of the summary."""
     index = root / INDEX_DIR
-    inputs = {}
+    inputs: JSON = {}
     for path in sorted(index.glob("library_*.json")) + sorted(index.glob("space_*.json")):
         inputs[path.name] = _stat(path)
+    inputs[META_KEY] = _meta_digest(root)
     outputs = {name: _stat(root / SPACES_DIR / name) for name in as_dict(last.get("outputs"))}
     counts = last.get("counts") if result is None else result.counts()
     return {
@@ -323,9 +328,18 @@ def _stamp(root: Path, opts: RunOptions, last: JSON, result: SpacesResult | None
     }
 
 
+def _meta_digest(root: Path) -> str | None:
+    """The metadata is no file (no stat to compare): a digest of its bytes stands in."""
+    try:
+        data = load_bytes(root, META_KEY)
+    except OSError:
+        return "unreadable"
+    return None if data is None else hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 def _load_stamp(root: Path) -> JSON:
     try:
-        return as_dict(loads((root / INDEX_DIR / STAMP_NAME).read_bytes()))
+        return as_dict(loads(load_bytes(root, STAMP_NAME) or b"{}"))
     except (OSError, ValueError, UnicodeDecodeError):
         return {}
 
@@ -333,6 +347,6 @@ def _load_stamp(root: Path) -> JSON:
 def _save_stamp(root: Path, stamp: JSON) -> None:
     text = json.dumps(stamp, ensure_ascii=False, sort_keys=True)
     try:
-        write_if_changed(root / INDEX_DIR / STAMP_NAME, text)
+        save_bytes(root, STAMP_NAME, text)
     except OSError as exc:  # derived state: the pages are right without it
-        log.warning("could not write %s: %s", root / INDEX_DIR / STAMP_NAME, exc)
+        log.warning("could not save %s: %s", STAMP_NAME, exc)

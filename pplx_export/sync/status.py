@@ -11,7 +11,7 @@ Detail tiers (`-v` is the shared verbose count), the same in the table and in `-
     -vv   + the errors' titles and failure times; done threads per archive mode
     -vvv  + every index row with its plan class and state status
 
-Staleness (issue 32): an account whose last successful `sync` (`index/sync_runs.json`, else
+Staleness (issue 32): an account whose last successful `sync` (the `sync_runs` document, else
 its last index refresh) is older than the schedule's interval plus a day (`STALE_AFTER_S`),
 or that was never synced at all, is listed under `stale_accounts` and warned about;
 `status --check` then exits 1, for a monitor to call.

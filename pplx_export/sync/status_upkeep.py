@@ -5,7 +5,7 @@ only calls `upkeep_status` and `print_upkeep`.
 
 * `tombstoned`: every thread in state `deleted` (the batch saw ENTRY_DELETED, or
   `sync-deleted --online` confirmed it), newest deletion first; its local files are kept.
-* `credit_usage`: per account (every `index/credit_usage_<account>.json`), the threads with
+* `credit_usage`: per account (every `credit_usage/<account>` document), the threads with
   a known usage, the total in credits (cents / 100) and the total per archive mode.
 """
 

@@ -1,4 +1,4 @@
-"""`usage-backfill`: credit usage per exported thread into `index/credit_usage_<account>.json`.
+"""`usage-backfill`: credit usage per exported thread into the state store (`credit_usage`).
 
 protocol.md §2.10: `GET /rest/billing/credits/thread-usage?thread_id=<context uuid>`. Every
 exported thread (not tombstoned or purged) is asked about once, with the session of the
