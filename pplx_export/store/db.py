@@ -114,23 +114,30 @@ def _pending(db: sqlite3.Connection) -> list[Migration]:
 
 def migrate(db: sqlite3.Connection, root: Path) -> list[str]:
     """Apply pending migrations, one transaction each; return their names."""
-    applied = []
-    for name, fn in _pending(db):
-        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    applied: list[str] = []
+    while True:
         _retire_queue.clear()
+        # The version is read under the write lock: two processes opening an old archive at
+        # once must not both run the same migration.
         db.execute("BEGIN IMMEDIATE")
         try:
+            pending = _pending(db)
+            if not pending:
+                db.execute("COMMIT")
+                return applied
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            name, fn = pending[0]
             fn(db, root)
             db.execute(f"PRAGMA user_version = {version + 1}")
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:
+                db.execute("ROLLBACK")
             _retire_queue.clear()
             raise
         _flush_retired()
         log.debug("state store: migration %d %s applied", version + 1, name)
         applied.append(name)
-    return applied
 
 
 def open_state(root: Path, *, readonly: bool = False) -> sqlite3.Connection:
