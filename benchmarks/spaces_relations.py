@@ -140,11 +140,12 @@ def child(kind: str, root: Path) -> None:
     if kind == "relations-cold":
         no_cache()
     if kind == "render":
+        from pplx_export.archive.render_state import save_state
         from pplx_export.sync.rerender import rerender
 
         # What `batch` leaves: rendered threads, their facts in the journal, no snapshot.
         no_cache()
-        (root / "index" / "rendered.jsonl").unlink(missing_ok=True)
+        save_state(root, {})  # no render records: every thread is rendered
         rerender(root)
         journal_copy.write_bytes(b"\n".join(journal_lines(root)) + b"\n")
         print(json.dumps({"seconds": 0.0}))

@@ -146,9 +146,12 @@ SNAPSHOT_SKIPS = frozenset({"index/search.sqlite"})
 
 
 # Files a re-render records state in (stats, mtimes): they differ between copies and runs.
-# The state store holds the relation facts journal (and more): it differs by stats too.
 DERIVED_STATE = frozenset(
-    {STATE_NAME, "index/state.sqlite", "index/state.sqlite-wal", "index/state.sqlite-shm"}
+    {
+        STATE_NAME,  # the state store, with its WAL files while a connection is open
+        f"{STATE_NAME}-wal",
+        f"{STATE_NAME}-shm",
+    }
 )
 
 

@@ -104,8 +104,10 @@ class E2E:
         )
 
     def state(self) -> dict[str, Any]:
-        """The batch state as the tool reads it: the snapshot plus its journal."""
-        return BatchState.load(self.out, repair=False).threads
+        """The batch state as the tool reads it (read-only)."""
+        state = BatchState.load(self.out, repair=False)
+        state.close()
+        return state.threads
 
     def stats(self) -> dict[str, Any]:
         return self.emu.stats()

@@ -1,14 +1,16 @@
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pplx_export.archive.state import BatchState, rebuild_from_disk, state_path
+from pplx_export.archive.state import BatchState, legacy_path, rebuild_from_disk, state_path
 from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.errors import ArchiveError
 
@@ -38,10 +40,29 @@ def make_thread(
 
 
 def write_state(root: Path, content: str) -> Path:
-    path = state_path(root)
+    """The file the release before the state store kept the batch state in."""
+    path = legacy_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(content, encoding="utf-8")
     return path
+
+
+def stored(root: Path) -> dict[str, Any]:
+    """The `threads` table as another process reads it (what is committed)."""
+    db = sqlite3.connect(state_path(root))
+    try:
+        rows = db.execute("SELECT uuid, status, record FROM threads").fetchall()
+    finally:
+        db.close()
+    out = {uuid: json.loads(record) for uuid, _status, record in rows}
+    assert all(status == out[uuid]["status"] for uuid, status, _ in rows)
+    return out
+
+
+def index_files(root: Path) -> list[str]:
+    return sorted(
+        p.name for p in (root / "index").iterdir() if "-wal" not in p.name and "-shm" not in p.name
+    )
 
 
 def test_missing_state_is_empty_and_creates_nothing(tmp_path: Path) -> None:
@@ -53,18 +74,14 @@ def test_missing_state_is_empty_and_creates_nothing(tmp_path: Path) -> None:
 def test_every_mark_is_saved_at_once_in_the_v1_format(tmp_path: Path) -> None:
     state = BatchState.load(tmp_path)
     state.mark_ok("u-ok", last_updated="2042-01-01T00:00:00Z", title="T" * 100, now=NOW, dir="a/b")
-    on_disk = json.loads(state_path(tmp_path).read_text())
-    assert on_disk == {
-        "version": 1,
-        "threads": {
-            "u-ok": {
-                "status": "ok",
-                "lastUpdated": "2042-01-01T00:00:00.000000Z",
-                "title": "T" * 80,
-                "exported_at": STAMP,
-                "dir": "a/b",
-            }
-        },
+    assert stored(tmp_path) == {
+        "u-ok": {
+            "status": "ok",
+            "lastUpdated": "2042-01-01T00:00:00.000000Z",
+            "title": "T" * 80,
+            "exported_at": STAMP,
+            "dir": "a/b",
+        }
     }
     state.mark_error("u-err", error="x" * 500, last_updated="L", title="e", now=NOW)
     state.mark_expired("u-exp", note="ENTRY_EXPIRED", title="old", now=NOW)
@@ -88,13 +105,10 @@ def test_every_mark_is_saved_at_once_in_the_v1_format(tmp_path: Path) -> None:
     assert again.get("u-del")["deleted_at"] == STAMP  # type: ignore[index]
     assert again.counts() == {"ok": 1, "error": 1, "expired": 1, "deleted": 1}
     assert not again.legacy
-    # The changes after the first are journal lines until the end of the run folds them in.
-    names = sorted(p.name for p in state_path(tmp_path).parent.iterdir())
-    assert names == ["batch_state.journal", "batch_state.json"]
-    assert state.compact()
-    assert [p.name for p in state_path(tmp_path).parent.iterdir()] == ["batch_state.json"]
-    on_disk = json.loads(state_path(tmp_path).read_text())
-    assert on_disk == {"version": 1, "threads": again.threads}
+    # Each change is committed as it is made: nothing is left for the end of the run.
+    assert index_files(tmp_path) == ["state.sqlite"]
+    assert not state.compact()
+    assert stored(tmp_path) == again.threads
 
 
 def test_a_failed_retry_keeps_the_directory_of_the_earlier_export(tmp_path: Path) -> None:
@@ -113,10 +127,11 @@ def test_legacy_flat_format_is_read_and_rewritten_as_v1(tmp_path: Path) -> None:
     state = BatchState.load(tmp_path)
     assert state.legacy
     assert state.threads == legacy
+    assert index_files(tmp_path) == ["batch_state.json.migrated", "state.sqlite"]
     state.mark_ok("u3", last_updated="z", title="c", now=NOW)
-    doc = json.loads(state_path(tmp_path).read_text())
-    assert doc["version"] == 1 and set(doc["threads"]) == {"u1", "u2", "u3"}
+    assert set(stored(tmp_path)) == {"u1", "u2", "u3"}
     assert not list(tmp_path.glob("index/*.corrupt-*"))
+    assert not BatchState.load(tmp_path).legacy  # migrated once: the store holds it now
 
 
 def test_empty_legacy_dict_is_a_valid_empty_state(tmp_path: Path) -> None:
@@ -136,8 +151,8 @@ def test_corrupt_state_is_moved_aside_and_rebuilt_from_disk(
     with caplog.at_level(logging.WARNING, logger="pplx_export"):
         state = BatchState.load(tmp_path, now=NOW)
     assert "corrupt" in caplog.text and "rebuilt" in caplog.text
-    aside = list(path.parent.glob("batch_state.json.corrupt-*"))
-    assert len(aside) == 1 and aside[0].read_text() == bad
+    aside = list(path.parent.glob("batch_state.json.*"))
+    assert aside == [path.with_name("batch_state.json.migrated")] and aside[0].read_text() == bad
     assert state.rebuilt and state.corrupt_copy == aside[0]
     assert state.threads["aaaaaaaa-1"] == {
         "status": "ok",
@@ -149,8 +164,10 @@ def test_corrupt_state_is_moved_aside_and_rebuilt_from_disk(
     assert state.threads["bbbbbbbb-2"]["lastUpdated"] == "2042-01-06T10:00:00.000000Z"
     assert state.threads["bbbbbbbb-2"]["exported_at"] == STAMP
     assert state.threads["cccccccc-3"]["lastUpdated"] == ""
-    # the rebuilt state is on disk again, in the current format
-    assert json.loads(path.read_text())["threads"] == state.threads
+    # the rebuilt state is in the store, and the next load says nothing more
+    assert stored(tmp_path) == state.threads
+    again = BatchState.load(tmp_path, now=NOW)
+    assert again.threads == state.threads and not again.rebuilt and again.corrupt_copy is None
 
 
 @pytest.mark.parametrize(
@@ -170,7 +187,7 @@ def test_wrong_shapes_are_corrupt(tmp_path: Path, content: str) -> None:
     state = BatchState.load(tmp_path, now=NOW)
     assert state.rebuilt
     assert set(state.threads) == {"dddddddd-4"}
-    assert len(list(tmp_path.glob("index/batch_state.json.corrupt-*"))) == 1
+    assert len(list(tmp_path.glob("index/batch_state.json.migrated"))) == 1
 
 
 def test_rebuild_salvages_records_of_threads_not_on_disk(tmp_path: Path) -> None:
@@ -195,7 +212,7 @@ def test_read_only_load_leaves_a_corrupt_file_alone(tmp_path: Path) -> None:
     state = BatchState.load(tmp_path, repair=False)
     assert state.rebuilt and set(state.threads) == {"ffffffff-6"}
     assert path.read_text() == "{oops"
-    assert not list(path.parent.glob("*.corrupt-*"))
+    assert index_files(tmp_path) == ["batch_state.json"]  # no store, nothing renamed
 
 
 def test_a_newer_state_version_is_refused_not_overwritten(tmp_path: Path) -> None:
@@ -277,12 +294,66 @@ def test_state_from_before_the_canonical_clock_is_migrated_on_first_read(tmp_pat
         "u3": "2042-01-03T00:00:00.000001Z",
         "u4": "",
     }
-    on_disk = json.loads(state_path(tmp_path).read_text())["threads"]
-    assert on_disk["u1"]["lastUpdated"] == "2042-01-01T00:00:00.180330Z"
-    before = state_path(tmp_path).stat().st_mtime_ns
-    BatchState.load(tmp_path)  # already canonical: not written again
-    assert state_path(tmp_path).stat().st_mtime_ns == before
+    assert stored(tmp_path)["u1"]["lastUpdated"] == "2042-01-01T00:00:00.180330Z"
+    assert BatchState.load(tmp_path).threads == state.threads
     read_only = tmp_path / "ro"
     write_state(read_only, json.dumps(old))
-    BatchState.load(read_only, repair=False)
-    assert json.loads(state_path(read_only).read_text()) == old  # read-only: nothing written
+    assert BatchState.load(read_only, repair=False).threads == state.threads
+    assert json.loads(legacy_path(read_only).read_text()) == old  # read-only: nothing written
+    assert not state_path(read_only).exists()
+
+
+def test_the_releases_journal_is_replayed_by_the_migration(tmp_path: Path) -> None:
+    """batch_state.json plus the changes its journal holds since (one torn line, killed
+    mid-append, ignored): the store holds both, and both files are retired."""
+    snapshot = json.dumps({"version": 1, "threads": {"u1": {"status": "error", "title": "a"}}})
+    path = write_state(tmp_path, snapshot)
+    base = hashlib.sha256(snapshot.encode()).hexdigest()
+    lines = [
+        {"journal": 1, "base": base},
+        {"k": "u1", "v": {"status": "ok", "lastUpdated": "2042-01-01T00:00:00Z", "title": "a"}},
+        {"k": "u2", "v": {"status": "deleted", "title": "b", "note": "ENTRY_DELETED"}},
+    ]
+    journal = path.with_suffix(".journal")
+    journal.write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"k": "u3", "v', "utf-8")
+    state = BatchState.load(tmp_path)
+    assert state.counts() == {"ok": 1, "error": 0, "expired": 0, "deleted": 1}
+    assert state.get("u1")["lastUpdated"] == "2042-01-01T00:00:00.000000Z"  # type: ignore[index]
+    assert index_files(tmp_path) == [
+        "batch_state.journal.migrated",
+        "batch_state.json.migrated",
+        "state.sqlite",
+    ]
+
+
+def test_a_damaged_store_is_set_aside_and_rebuilt_from_disk(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    make_thread(tmp_path, "aaaaaaaa-1", "2042-01-05T10:00:00Z", title="Kept")
+    state = BatchState.load(tmp_path, now=NOW)
+    state.mark_error("gone-1", error="503", now=NOW)
+    state.close()
+    store = state_path(tmp_path)
+    store.write_bytes(b"this is no database" * 100)
+    read_only = BatchState.load(tmp_path, repair=False, now=NOW)
+    assert read_only.rebuilt and set(read_only.threads) == {"aaaaaaaa-1"}
+    assert read_only.corrupt_copy == store and not list(store.parent.glob("*.corrupt-*"))
+    with caplog.at_level(logging.WARNING, logger="pplx_export"):
+        state = BatchState.load(tmp_path, now=NOW)
+    assert "damaged" in caplog.text and "rebuilt from disk" in caplog.text
+    aside = list(store.parent.glob("state.sqlite.corrupt-*"))
+    assert len(aside) == 1 and state.corrupt_copy == aside[0] and state.rebuilt
+    assert set(state.threads) == {"aaaaaaaa-1"} and stored(tmp_path) == state.threads
+
+
+def test_a_second_run_of_the_migration_keeps_what_the_first_imported(tmp_path: Path) -> None:
+    """Two processes that both found the migration pending: the second finds the file
+    retired and must not blank the table the first filled."""
+    from pplx_export.store.batch_import import import_batch_state
+
+    write_state(tmp_path, json.dumps({"version": 1, "threads": {"u1": {"status": "error"}}}))
+    BatchState.load(tmp_path).close()
+    db = sqlite3.connect(state_path(tmp_path), isolation_level=None)
+    import_batch_state(db, tmp_path)
+    db.close()
+    assert BatchState.load(tmp_path).status("u1") == "error"

@@ -87,7 +87,7 @@ def test_raw_state_index_and_downloads_are_fsynced_with_their_directory(
         env.write_files(DEFAULT_EMAIL)
         assert env.cli("sync").exit_code == 0
     out = env.out.resolve()
-    must = [out / "index" / "batch_state.json", out / "index" / f"library_{env.account}.json"]
+    must = [out / "index" / f"library_{env.account}.json"]
     for directory in thread_dirs(out):
         must += [p for p in directory.glob("raw_*.json")]
         # Downloads; `*.code.md` / `*.diff.md` are inline assets rendered from raw_blocks.
@@ -102,6 +102,12 @@ def test_raw_state_index_and_downloads_are_fsynced_with_their_directory(
     # Derived files skip the fsync (they can be rebuilt from the raw files).
     conversation = next(iter(thread_dirs(out))) / "conversation.md"
     assert not journal.durable(str(conversation))
+    # The state store syncs itself (SQLite's own fsyncs): WAL, and FULL on every connection.
+    state = BatchState.load(out)
+    db = state._store()
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    state.close()
 
 
 def test_a_thread_is_marked_done_only_once_its_files_are_on_disk(
@@ -152,8 +158,8 @@ def small_library(tmp_path: Path) -> Path:
         ("raw_blocks.json", 1),
         ("conversation.md", 1),
         ("thread.json", 2),
-        ("batch_state.json", 1),  # the first thread is on disk, not yet marked done
-        ("batch_state.journal", 1),  # the second thread: its journal line, not yet appended
+        ("state commit", 1),  # the first thread is on disk, not yet marked done
+        ("state commit", 2),  # the second thread: its commit not made
     ],
 )
 def test_a_crash_at_each_step_of_an_export_is_repaired_by_the_rerun(
@@ -169,14 +175,26 @@ def test_a_crash_at_each_step_of_an_export_is_repaired_by_the_rerun(
                 raise Crash(point)
         real_replace(src, dst)
 
+    real_record = BatchState._record
+
+    def record(self: BatchState, uuid: str, rec: dict[str, Any]) -> None:
+        # The state store commits in SQLite, not by a rename: die just before the commit.
+        if point == "state commit":
+            seen["n"] += 1
+            if seen["n"] == nth:
+                raise Crash(point)
+        real_record(self, uuid, rec)
+
     with run_emulator(small_library, page_size=100) as emu:
         env = E2E(emu, tmp_path)
         env.write_files(DEFAULT_EMAIL)
         assert env.cli("index").exit_code == 0
         monkeypatch.setattr(os, "replace", replace)
+        monkeypatch.setattr(BatchState, "_record", record)
         with pytest.raises(Crash):
             env.cli("batch")
         monkeypatch.setattr(os, "replace", real_replace)
+        monkeypatch.setattr(BatchState, "_record", real_record)
         assert seen["n"] == nth
         result = env.cli("batch")
         assert result.exit_code == 0, result.output

@@ -153,7 +153,7 @@ def test_ctrl_c_exits_130_and_a_rerun_completes(tmp_path: Path) -> None:
             else:
                 assert proc.returncode == 0, err.decode()[-2000:]
             # Interrupted or not, what is on disk agrees with the state.
-            if env.out.exists() and (env.out / "index" / "batch_state.json").exists():
+            if env.out.exists() and (env.out / "index" / "state.sqlite").exists():
                 check = check_state_vs_dirs(env.out, env.state())
                 assert not (check.ok_without_dir or check.unreadable), check.to_json()
         assert 130 in codes, codes

@@ -7,6 +7,7 @@ UUID, `batch --dry-run` / `--json` / `--mode`, and the demo command.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -140,7 +141,17 @@ def test_export_by_computer_url_and_by_upper_case_uuid(e2e: E2E) -> None:
 def test_export_rejects_something_that_is_no_thread(e2e: E2E) -> None:
     result = e2e.cli("export", "not-a-thread")
     assert result.exit_code == 2
-    assert not (e2e.out / "index" / "batch_state.json").exists()
+    assert not (e2e.out / "index" / "state.sqlite").exists()
+
+
+def _batch_records(root: Path) -> int:
+    db = sqlite3.connect(root / "index" / "state.sqlite")
+    try:
+        return int(db.execute("SELECT count(*) FROM threads").fetchone()[0])
+    except sqlite3.OperationalError:  # no threads table yet
+        return 0
+    finally:
+        db.close()
 
 
 def test_batch_dry_run_prints_the_plan_and_fetches_no_thread(e2e: E2E) -> None:
@@ -154,7 +165,8 @@ def test_batch_dry_run_prints_the_plan_and_fetches_no_thread(e2e: E2E) -> None:
     assert "plan: new 10" in result.stdout
     for uuid in fixture_threads():
         assert uuid in result.stdout
-    assert not (e2e.out / "index" / "batch_state.json").exists()
+    # `index` keeps its run record in the state store; the dry run adds no batch record.
+    assert _batch_records(e2e.out) == 0
     assert thread_dirs(e2e.out) == []
 
     result = e2e.cli("batch", "--dry-run", "--json")

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from pplx_export.archive.library_index import load_index
-from pplx_export.archive.state import BatchState, state_path
+from pplx_export.archive.state import BatchState, legacy_path
 from pplx_export.cli.export import main
 from pplx_export.emulator import DEFAULT_EMAIL, SESSION_COOKIE, RunningEmulator, run_emulator
 from pplx_export.emulator.library import SpaceRecord
@@ -149,10 +149,15 @@ def test_upgraded_archive_with_z_times_re_downloads_nothing(sample: E2E) -> None
             row.pop(key, None)
         row["mode"] = "COMPUTER" if row["mode"] in ("asi", "COMPUTER") else "SEARCH"
     index_file.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", "utf-8")
-    state = json.loads(state_path(sample.out).read_text("utf-8"))
-    for uuid, record in state["threads"].items():
+    # The release kept the batch state in index/batch_state.json: written back as it did,
+    # the state store removed, so the next run migrates it.
+    threads = sample.state()
+    for uuid, record in threads.items():
         record["lastUpdated"] = old_times.get(uuid, record["lastUpdated"])
-    state_path(sample.out).write_text(json.dumps(state, indent=1) + "\n", "utf-8")
+    old_state = {"version": 1, "threads": threads}
+    legacy_path(sample.out).write_text(json.dumps(old_state, indent=1) + "\n", "utf-8")
+    for name in ("state.sqlite", "state.sqlite-wal", "state.sqlite-shm"):
+        (sample.out / "index" / name).unlink(missing_ok=True)
     assert any(not t.endswith(".000000Z") and "000Z" not in t for t in old_times.values())
 
     sample.emu.mutate(listing="rest")  # the live site: REST only

@@ -39,7 +39,7 @@ def exported(tmp_path: Path) -> Iterator[E2E]:
 
 
 def test_a_missing_state_is_rebuilt_from_disk_and_costs_no_thread_fetch(exported: E2E) -> None:
-    state_file = exported.out / "index" / "batch_state.json"
+    state_file = exported.out / "index" / "state.sqlite"
     before = exported.state()
     state_file.unlink()
     result = exported.cli("batch")

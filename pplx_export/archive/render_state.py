@@ -1,4 +1,6 @@
-"""`index/rendered.jsonl`: what each thread directory was last rendered from.
+"""The render state: what each thread directory was last rendered from, in the `rendered`
+table of `index/state.sqlite` (store/db.py; imported from the release's `rendered.jsonl` by
+store/rendered_import.py).
 
 `re-render --changed-only` skips a thread when its renderer version, language and flavour
 (github/obsidian; a record without one was rendered as github) match and
@@ -6,7 +8,7 @@ every input file (raw files, the stored report body, thread.json, the assets man
 unchanged. Like git's index, a file whose size and mtime match the record is trusted without
 reading it; otherwise its SHA-256 decides (a `touch` alone does not force a render). The
 inputs are fingerprinted after the render, so the rewritten thread.json is the recorded one.
-The file is derived state: losing it only costs one full re-render.
+The table is derived state: losing it only costs one full re-render.
 
 A record: `{"renderer": V, "lang": L, "flavor": F, "files": {"raw_entries.json": [size,
 mtime_ns, sha256], ...}, "page": [size, mtime_ns], "outputs": STAMP}`. `outputs` (optional)
@@ -17,53 +19,37 @@ size+mtime trust as above), and that `turns/` holds no stale file (adding or rem
 changes the directory's mtime); any difference falls back to reading and comparing file by
 file.
 
-Layout: a header line `{"rendered": 2, "id": ⟨random hex⟩}`, then one line per directory,
-`⟨the directory as a JSON string⟩ TAB ⟨its record, compact JSON⟩`, sorted by (account, mode,
-directory): the order in which `archive/paths.walk_thread_dirs` lists an archive. A run
-never loads the file: it reads it alongside the listing, one line per directory
-(`RenderState.join`), so its memory does not grow with the archive (the earlier
-`render_state.json`, one JSON object, had to be held whole: ~600 bytes per thread, 30 MB at
-50,000; it is read once and replaced by the first run that writes).
-
-A render appends its records to `index/rendered.journal` (archive/journal.py: one line per
-thread, appended and fsynced every few hundred threads, against the snapshot's `id`), in the
-listing's order, and never holds them; the end of the run merges the snapshot and the
-journal, both sorted, into a new snapshot (`compact`). A journal left by a killed run (or
-by exports, below) is replayed over the snapshot by the next run, which holds where each of
-its records starts until it ends: the one case whose memory grows with the work, bounded
-by `due`.
-
-An online export (`batch`, `export`, `pplx-ask`) records each thread it writes the same
-way, so the next `--changed-only` run skips it. Those records come in no order: `compact`
-sorts them by their offsets in the journal. The exporter compacts only when the journal is
-`due` (a cron `sync` that exports three threads does not rewrite a 50,000-line snapshot);
-until then the journal is replayed by whoever reads the state next.
+A row per directory, keyed by the directory as a sort key (`rendered_import.sort_key`) whose
+byte order is the order in which `archive/paths.walk_thread_dirs` lists an archive, the record
+as compact JSON bytes. A run never loads the table: `RenderState.join` reads it in one ordered
+scan beside the listing (in pages, by key), and hands each record on still in its bytes, so
+its memory does not grow with the archive. A render records in batches: `record` buffers,
+`flush` (every few hundred threads, and at the end) writes the batch in one transaction. An
+online export (`batch`, `export`, `pplx-ask`) records each thread it writes the same way, so
+the next `--changed-only` run skips it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
+import sqlite3
 from collections.abc import Container, Iterable, Iterator
-from dataclasses import dataclass, field, make_dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
-from pplx_export.archive import journal
-from pplx_export.archive.journal import journal_path
+from pplx_export.store.db import STATE_DB, db_path, transaction
+from pplx_export.store.recover import disk_errors, open_checked
+from pplx_export.store.rendered_import import sort_key
 from pplx_export.util.jsontypes import JSON
 
 log = logging.getLogger(__name__)
 
-STATE_NAME = "index/rendered.jsonl"
-FORMAT = 2
-# The one-object file of earlier versions (format 1), with its `render_state.journal`:
-# read by the first run that finds no STATE_NAME, removed when that run writes STATE_NAME.
-LEGACY_NAME = "index/render_state.json"
-LEGACY_FORMAT = 1
+# Where the render state lives (the state store, shared with the rest of the state).
+STATE_NAME = f"index/{STATE_DB}"
 INPUTS = (
     "raw_entries.json",
     "raw_blocks.json",
@@ -76,10 +62,15 @@ INPUTS = (
 # language, within the second its thread.json's stamp was already written in, so with the
 # same inputs) is then not taken as fresh. One stat more per thread in a no-op run.
 PAGE = "conversation.md"
+# Rows read per query of the ordered scan: each page is a complete statement, so nothing is
+# left pending on the connection when the caller records between two items of the join. A
+# page holds its records' bytes (~700 each): small pages keep a run's memory flat (the cost,
+# one index seek per page, is ~1 ms per 3,000 threads).
+PAGE_ROWS = 64
 
 C = TypeVar("C", bound=tuple[Any, ...])
-# (sort key, directory, record): the record as a snapshot line holds it, None: forgotten.
-Row = tuple[str, str, "bytes | None"]
+# (sort key, directory, record): the record as the table holds it.
+Row = tuple[str, str, bytes]
 
 
 def order(rel: str) -> str:
@@ -219,179 +210,66 @@ def is_fresh(
     return True
 
 
-def _key_of(raw: bytes) -> str | None:
-    """The directory of a snapshot line's first field (a JSON string), None if it is not."""
-    if raw[:1] == b'"' and raw[-1:] == b'"' and b"\\" not in raw:
-        try:
-            return raw[1:-1].decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, str) else None
+def _select(db: sqlite3.Connection) -> Iterator[tuple[str, bytes]]:
+    """(directory, record) of every row by key: one ordered scan of the primary key, a page
+    at a time."""
+    after = b""
+    while True:
+        page = db.execute(
+            "SELECT key, rel, record FROM rendered WHERE key > ? ORDER BY key LIMIT ?",
+            (after, PAGE_ROWS),
+        ).fetchall()
+        for _key, rel, record in page:
+            yield rel, bytes(record)
+        if len(page) < PAGE_ROWS:
+            return
+        after = page[-1][0]
 
 
-def _line(rel: str, record: bytes) -> bytes:
-    return (
-        json.dumps(rel, ensure_ascii=False).encode("utf-8", "surrogatepass")
-        + b"\t"
-        + record
-        + b"\n"
-    )
-
-
-def _snapshot_rows(fh: IO[bytes], path: Path, *, quiet: bool = False) -> Iterator[Row]:
-    """The records of an open snapshot past its header, in order. A line that is garbled,
-    or out of order (edited by hand), is skipped: that thread counts as unrecorded, which
-    costs a render, never a wrong skip. One warning says how many and where the first was."""
-    last = ""
-    first, skipped = "", 0
-    for number, line in enumerate(fh, 2):
-        why = ""
-        raw, tab, record = line[:-1].partition(b"\t")
-        rel = _key_of(raw) if tab else None
-        if not line.endswith(b"\n"):
-            why = "unfinished"
-        elif rel is None or not record:
-            why = "garbled"
-        elif (key := order(rel)) <= last:
-            why = "out of order"
-        else:
-            last = key
-            yield key, rel, record
-            continue
-        first = first or f"line {number} is {why}"
-        skipped += 1
-    if skipped and not quiet:
-        more = f" (and {skipped - 1} more)" if skipped > 1 else ""
-        log.warning("%s: %s%s; skipped, those threads count as changed", path, first, more)
-
-
-def _overlay(base: Iterator[Row], over: Iterator[Row]) -> Iterator[Row]:
-    """`base` with `over` laid on it (both sorted, each key once): a key in both takes
-    `over`'s record, and an `over` record of None removes the key."""
-    b = next(base, None)
-    o = next(over, None)
-    while b is not None or o is not None:
-        if o is None or (b is not None and b[0] < o[0]):
-            assert b is not None
-            yield b
-            b = next(base, None)
-            continue
-        if b is not None and b[0] == o[0]:
-            b = next(base, None)
-        if o[2] is not None:
-            yield o
-        o = next(over, None)
-
-
-def _encoded(value: Any) -> bytes | None:
-    """A record decoded from a journal or a format-1 file, as a snapshot line holds it."""
-    from pplx_export.util.jsontext import dumps_compact  # a run that writes: imported
-
-    if isinstance(value, _Raw):
-        # A view of a format-1 file, which is indented: one line only once decoded and
-        # encoded again.
-        view: Any = value.raw  # its bytes through the buffer protocol
-        value = entry_of(bytes(view))
-    return None if value is None else dumps_compact(value)
-
-
-def _header(raw: bytes) -> str | None:
-    """The id in a snapshot's header line; None when the line is not a format-2 header."""
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(doc, dict) or doc.get("rendered") != FORMAT:
-        return None
-    ident = doc.get("id")
-    return ident if isinstance(ident, str) and ident else None
+def _probe(db: sqlite3.Connection) -> None:
+    """A first read at the open: damage shows here rather than mid-run."""
+    db.execute("SELECT count(*) FROM rendered").fetchone()
 
 
 @dataclass
 class RenderState:
-    """The recorded fingerprints (snapshot, journal) and the way to record new ones.
+    """The recorded fingerprints and the way to record new ones.
 
-    Nothing per directory is held: `join` reads the snapshot alongside the listing, `record`
-    appends to the journal (in batches, by `flush`), and `compact` (the end of a run) merges
-    the two into the next snapshot. What is held: the directories `join` found gone (to be
-    forgotten), and a killed run's journal records until they are folded in.
+    Nothing per directory is held but this run's records not yet flushed and the directories
+    `join` found gone (to be forgotten by `compact`).
     """
 
     root: Path
-    base: str = ""  # the snapshot's id ("" when there is none)
-    changed: bool = False  # the snapshot lacks something (journal lines, removed records)
+    readonly: bool = False  # a dry run: read, never written (nor migrated on disk)
+    changed: bool = False  # records were made or directories found gone
     vanished: set[str] = field(default_factory=set)  # recorded, no longer listed
-    # A killed run's journal records, sorted: (key, dir, offset in the journal).
-    _replay: list[tuple[str, str, int]] = field(default_factory=list)
-    _legacy: dict[str, Any] | None = None  # a format-1 file's records, being migrated
-    _buffer: list[tuple[str, Any]] = field(default_factory=list)
-    _writer: journal.Writer | None = None
-    _stale: bool = False
-    _run_start: int = -1  # where this run's journal lines begin
-    _last: str = ""
-    _in_order: bool = True  # this run recorded its directories in the listing's order
-    _read: bool = False  # the snapshot was read once (its damage reported)
+    _db: sqlite3.Connection | None = field(default=None, repr=False)
+    _buffer: list[tuple[str, Any]] = field(default_factory=list, repr=False)
 
     @property
     def path(self) -> Path:
         return self.root / STATE_NAME
 
     @classmethod
-    def load(cls, root: Path) -> RenderState:
-        """The state of `root`: its snapshot's id and any journal a killed run left."""
-        state = cls(root=Path(root))
-        try:
-            with open(state.path, "rb") as fh:
-                state.base = _header(fh.readline()) or ""
-                if not state.base:
-                    log.warning("%s unreadable: every thread counts as changed", state.path)
-                    state.changed = True  # replaced by the next snapshot
-        except FileNotFoundError:
-            state._legacy = _load_legacy(state.root)
-            state.changed = state._legacy is not None
-        except OSError as exc:
-            log.warning("%s unreadable (%s): every thread counts as changed", state.path, exc)
-        jpath = journal_path(state.path)
-        offsets = journal.latest_offsets(jpath, state.base)
-        if offsets is None and jpath.exists():
-            # Only a cache: a journal of another snapshot costs re-renders, nothing else.
-            log.warning("%s belongs to another snapshot; not replayed", jpath)
-            state._stale = True  # set aside by the first write (a dry run writes nothing)
-        elif offsets:
-            state._replay = sorted((order(rel), rel, at) for rel, at in offsets.items())
-            state.changed = True
+    def load(cls, root: Path, *, readonly: bool = False) -> RenderState:
+        """The render state of `root` (its store opened, migrated as needed)."""
+        state = cls(root=Path(root), readonly=readonly)
+        state._store()
         return state
 
+    def _store(self) -> sqlite3.Connection:
+        if self._db is None:
+            # A dry run opens an existing store as any run does and writes nothing: a
+            # read-only connection would leave its -wal and -shm files behind, a writer
+            # removes them when it closes. Without a store it works from one in memory.
+            readonly = self.readonly and not db_path(self.root).exists()
+            self._db, _, _ = open_checked(self.root, _probe, readonly=readonly)
+        return self._db
+
     def rows(self) -> Iterator[Row]:
-        """Every record, sorted: the snapshot with a killed run's journal laid on it."""
-        with contextlib.ExitStack() as stack:
-            base: Iterator[Row] = iter(())
-            if self._legacy is not None:
-                base = (
-                    (order(rel), rel, _encoded(self._legacy[rel]))
-                    for rel in sorted(self._legacy, key=order)
-                )
-            elif self.base:
-                try:
-                    fh = stack.enter_context(open(self.path, "rb"))
-                except FileNotFoundError:
-                    fh = None
-                if fh is not None and _header(fh.readline()) == self.base:
-                    # Read twice in a run (the join, then `compact`): one warning.
-                    base = _snapshot_rows(fh, self.path, quiet=self._read)
-                    self._read = True
-            if self._replay:
-                jfh = stack.enter_context(open(journal_path(self.path), "rb"))
-                replayed = (
-                    (key, rel, _encoded(journal.read_change(jfh, at)))
-                    for key, rel, at in self._replay
-                )
-                base = _overlay(base, replayed)
-            yield from base
+        """Every record, sorted as the listing is."""
+        for rel, record in _select(self._store()):
+            yield order(rel), rel, record
 
     def join(self, listing: Iterable[C], *, forget: bool) -> Iterator[tuple[C, bytes | None]]:
         """Each listed directory (an item whose first field is `⟨account⟩/⟨mode⟩/⟨dir⟩`,
@@ -418,187 +296,62 @@ class RenderState:
 
     def record(self, rel: str, entry: JSON | None) -> None:
         """A new fingerprint for `rel` (None: forget it), written at the next `flush`."""
-        key = order(rel)
-        if key <= self._last:
-            self._in_order = False  # `compact` then sorts this run's records itself
-        self._last = key
         self._buffer.append((rel, entry))
         self.changed = True
 
     def flush(self) -> None:
-        """Append the buffered records (one write, one fsync)."""
-        if self._stale:
-            journal.set_aside(journal_path(self.path), "stale")
-            self._stale = False
+        """Write the buffered records: one transaction (one fsync of the WAL)."""
         if not self._buffer:
             return
-        if self._writer is None:
-            self._writer = journal.Writer(self.path, self.base, durable=True)
-            self._run_start = self._writer.tell()
-        self._writer.append(self._buffer)
+        from pplx_export.util.jsontext import dumps_compact  # a run that writes: imported
+
+        puts = [(sort_key(rel), rel, dumps_compact(e)) for rel, e in self._buffer if e is not None]
+        drops = [(sort_key(rel),) for rel, e in self._buffer if e is None]
+        with disk_errors(self.path), transaction(self._store()) as db:
+            db.executemany("DELETE FROM rendered WHERE key = ?", drops)
+            db.executemany(
+                "INSERT OR REPLACE INTO rendered (key, rel, record) VALUES (?, ?, ?)", puts
+            )
         self._buffer.clear()
 
     def compact(self) -> None:
-        """Write the next snapshot: the records as `rows` gives them, this run's laid on
-        them, the vanished ones left out; then remove the journal (and a format-1 file)."""
+        """The end of a run: flush, and forget the directories `join` found gone."""
         if not self.changed:
             return
+        for rel in self.vanished:
+            self._buffer.append((rel, None))
         self.flush()
-        path, jpath = self.path, journal_path(self.path)
-        ident = os.urandom(8).hex()  # not `secrets`: its imports cost a no-op run ~3 ms
-        with contextlib.ExitStack() as stack:
-            merged = self.rows()
-            if self._writer is not None:
-                jfh = stack.enter_context(open(jpath, "rb"))
-                merged = _overlay(merged, self._run_rows(jfh))
-            chunks = _snapshot_chunks(ident, merged, self.vanished)
-            tmp, _ = journal.stage_stream(path, chunks, durable=False)
-        try:
-            if self._writer is None and not jpath.exists():
-                os.replace(tmp, path)
-            else:
-                if self._writer is None:
-                    self._writer = journal.Writer(path, self.base, durable=True)
-                self._writer.compacted(ident, lambda: os.replace(tmp, path))
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        # A format-1 file and its journal: in the new snapshot when this run migrated them,
-        # else left by an older version run since, whose renders the stats will notice.
-        legacy = self.root / LEGACY_NAME
-        for old in (legacy, journal_path(legacy)):
-            old.unlink(missing_ok=True)
-        self._legacy = None
-        self.base = ident
-        self._writer = None
-        self._replay = []
         self.vanished = set()
         self.changed = False
-        self._last, self._in_order = "", True
 
     def due(self) -> bool:
-        """Has the journal grown enough to be folded into the snapshot? Past 1 MiB or an
-        eighth of the snapshot: the snapshot is then rewritten at most once per eighth of
-        its size appended (O(1) bytes per record, amortized), and what a reader holds of a
-        journal it replays (~300 bytes per directory, in `_replay`) stays small: ~2 MB at
-        50,000 threads (with the snapshot's whole size as the limit it could be 15 MB)."""
-        if self._writer is None:
-            return False
-        try:
-            snapshot = os.stat(self.path).st_size
-        except OSError:
-            snapshot = 0
-        return self._writer.tell() > max(journal.MIN_COMPACT_BYTES, snapshot // 8)
+        """Kept for the exporter, which compacted a file-based state when its journal had
+        grown: each `flush` is a commit now, so there is never anything to fold in."""
+        return False
 
-    def _run_rows(self, fh: IO[bytes]) -> Iterator[Row]:
-        """This run's journal records, sorted, each directory once (its last record)."""
-        changes = _journal_changes(fh, self._run_start)
-        if self._in_order:
-            for rel, _at, value in changes:
-                yield order(rel), rel, _encoded(value)
-            return
-        # Not a run over the listing (`batch`, an `export`): sorted here. Only where each
-        # directory's last record starts is held, not the records (~1.5 KiB each decoded).
-        offsets = {rel: at for rel, at, _value in changes}
-        for rel in sorted(offsets, key=order):
-            fh.seek(offsets[rel])
-            yield order(rel), rel, _encoded(json.loads(fh.readline())["v"])
-
-
-def _journal_changes(fh: IO[bytes], start: int) -> Iterator[tuple[str, int, Any]]:
-    """(directory, offset, record) of each change line of an open journal from `start`."""
-    fh.seek(start)
-    at = start
-    for line in iter(fh.readline, b""):
-        here, at = at, at + len(line)
-        if line.endswith(b"\n") and isinstance(obj := json.loads(line), dict) and "k" in obj:
-            yield str(obj["k"]), here, obj["v"]
-
-
-def _snapshot_chunks(
-    ident: str, rows: Iterator[Row], vanished: Container[str]
-) -> Iterator[str | bytes]:
-    yield json.dumps({"rendered": FORMAT, "id": ident}) + "\n"
-    batch: list[bytes] = []
-    size = 0
-    for _key, rel, record in rows:
-        if record is None or rel in vanished:
-            continue
-        batch.append(_line(rel, record))
-        size += len(batch[-1])
-        if size >= 1 << 15:  # written out in pieces of ~32 KiB
-            yield b"".join(batch)
-            batch.clear()
-            size = 0
-    yield b"".join(batch)
-
-
-@dataclass
-class _Raw:
-    """A record of a format-1 file left undecoded until it is migrated (a `msgspec.Raw`
-    view of the file's bytes: ~100 bytes a record, where decoded it is ~2 KiB)."""
-
-    raw: Any
-
-
-def _load_legacy(root: Path) -> dict[str, Any] | None:
-    """The records of a format-1 `render_state.json` (and its journal), None without one."""
-    from pplx_export.util.jsontext import loads, loads_as
-
-    path = root / LEGACY_NAME
-    try:
-        raw, replay = journal.read_consistent(path)
-    except OSError as exc:
-        log.warning("%s unreadable (%s): every thread counts as changed", path, exc)
-        return None
-    if raw is None:
-        return None
-    threads: dict[str, Any] = {}
-    lazy = loads_as(raw, _lazy_snapshot_type())
-    if lazy is not None:
-        if lazy.format == LEGACY_FORMAT:
-            threads = {rel: _Raw(view) for rel, view in lazy.threads.items()}
-    else:
-        try:
-            doc = loads(raw)
-        except ValueError as exc:  # UnicodeDecodeError included
-            log.warning("%s unreadable (%s): every thread counts as changed", path, exc)
-            doc = None
-        found = doc.get("threads") if isinstance(doc, dict) else None
-        if isinstance(doc, dict) and doc.get("format") == LEGACY_FORMAT and isinstance(found, dict):
-            threads = found
-    if not replay.stale:
-        for rel, entry in replay.changes:
-            if entry is None:
-                threads.pop(rel, None)
-            else:
-                threads[rel] = entry
-    return threads
-
-
-def _lazy_snapshot_type() -> Any:
-    """A format-1 file's shape with each record a `msgspec.Raw` (the stdlib path when
-    msgspec is missing: `loads_as` then declines)."""
-    try:
-        import msgspec
-    except ImportError:  # pragma: no cover - msgspec is a dependency
-        return object
-
-    # Real types, not this module's postponed annotations, which msgspec would resolve in
-    # a namespace without msgspec.
-    return make_dataclass("LazySnapshot", [("format", int), ("threads", dict[str, msgspec.Raw])])
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
 
 def load_state(root: Path) -> dict[str, Any]:
     """Every recorded fingerprint by directory, decoded (tests, tools: a run uses `join`)."""
-    return {rel: entry_of(record) for _, rel, record in RenderState.load(root).rows()}
+    state = RenderState.load(root)
+    try:
+        return {rel: entry_of(record) for _, rel, record in state.rows()}
+    finally:
+        state.close()
 
 
 def save_state(root: Path, threads: dict[str, Any]) -> None:
-    """Replace the whole state with `threads` (snapshot written, journal dropped)."""
+    """Replace the whole state with `threads`."""
     state = RenderState.load(root)
-    state.vanished = {rel for _, rel, _ in state.rows()} - set(threads)
-    for rel in sorted(threads, key=order):
-        state.record(rel, threads[rel])
-    state.changed = True
-    state.compact()
+    try:
+        state.vanished = {rel for _, rel, _ in state.rows()} - set(threads)
+        for rel in sorted(threads, key=order):
+            state.record(rel, threads[rel])
+        state.changed = True
+        state.compact()
+    finally:
+        state.close()

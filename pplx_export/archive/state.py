@@ -1,7 +1,7 @@
-"""`index/batch_state.json`: what happened to every thread (protocol.md App. A).
+"""The batch state: what happened to every thread (protocol.md App. A), in the `threads`
+table of `index/state.sqlite` (store/db.py).
 
-Version 1 on disk: `{"version": 1, "threads": {web_uuid: record}}`; a record is
-`{status, lastUpdated, title[:80], ...}` plus, by status:
+A record is `{status, lastUpdated, title[:80], ...}` plus, by status:
 
     ok       exported_at, dir? (thread directory relative to the archive root), note? (kept
              but flagged: e.g. its schematized listing ended early)
@@ -9,50 +9,60 @@ Version 1 on disk: `{"version": 1, "threads": {web_uuid: record}}`; a record is
     expired  expired_at, note
     deleted  deleted_at, note
 
-The earlier tool wrote the same records as a flat `{web_uuid: record}` dict without a
-version; it is read as-is and written back as version 1 on the next change.
+stored as JSON by web uuid, with its status beside it. The release before the store kept them
+in `index/batch_state.json` (+ its journal), and the earlier tool as a flat `{uuid: record}`
+dict: the store's migration imports either (store/batch_import.py).
 
-Every change is durable at once, and a thread is marked ok only by the caller after all its
-files are on disk (mark done after the write is durable). A change is one fsynced line appended
-to `index/batch_state.journal` (archive/journal.py), not a rewrite of the whole file: the file
-(the snapshot, same format as ever) is rewritten at the end of a run (`save`) and when the
-journal outgrows it, so a thread costs O(1) bytes whatever the size of the library. Loading
-reads the snapshot and replays the journal. A corrupt file is
-moved to `batch_state.json.corrupt-<epoch>` and the state is rebuilt from the `thread.json`
-files on disk, with a warning: losing the state must never mean losing track of exported
-threads, and a blank state would silently re-export the whole library. The directories are
-read by `archive/scan.py`; `archive/state_check.py` says where state and disk disagree.
+Every change is one committed transaction (WAL, synchronous=FULL): durable when `mark_*`
+returns, and a thread is marked ok only by the caller after all its files are on disk. The
+records are read whole by `load` (callers walk them) and each change writes one row, so a
+thread costs O(1) bytes whatever the size of the library.
+
+Losing the state must never mean losing track of exported threads (a blank state would
+silently re-export the whole library): a missing state (an archive copied without it, a new
+store) or a corrupt one (an unreadable batch_state.json at the migration, a damaged
+state.sqlite, set aside by store/recover.py) is rebuilt from the `thread.json` files on disk,
+with a warning. The directories are read by `archive/scan.py`; `archive/state_check.py` says
+where state and disk disagree.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pplx_export.archive import journal
-from pplx_export.archive.library_index import INDEX_DIR, move_aside
+from pplx_export.archive.library_index import INDEX_DIR
 from pplx_export.archive.scan import newest, scan_thread_dirs
-from pplx_export.errors import ArchiveError
-from pplx_export.util.atomic import write_if_changed
+from pplx_export.store.batch_import import IMPORT_KEY, STATE_FILE, STATUSES
+from pplx_export.store.db import db_path, transaction
+from pplx_export.store.recover import disk_errors, memory_state, open_checked
 from pplx_export.util.lenient import as_str
 from pplx_export.util.timefmt import canonical_time, format_utc
 
 log = logging.getLogger(__name__)
 
-STATE_FILE = "batch_state.json"
-VERSION = 1
-STATUSES = ("ok", "error", "expired", "deleted")
 TITLE_MAX = 80
 ERROR_MAX = 300
 
 Record = dict[str, Any]
+# (records, the migration's note or None)
+_Read = tuple[dict[str, Record], dict[str, Any] | None]
+
+__all__ = ["ERROR_MAX", "STATUSES", "TITLE_MAX", "BatchState", "rebuild_from_disk"]
 
 
 def state_path(root: Path) -> Path:
+    """Where the batch state lives: the state store."""
+    return db_path(root)
+
+
+def legacy_path(root: Path) -> Path:
+    """The file the release before the store kept it in (imported, then `.migrated`)."""
     return Path(root) / INDEX_DIR / STATE_FILE
 
 
@@ -82,173 +92,154 @@ def rebuild_from_disk(root: Path, *, now: datetime | None = None) -> dict[str, R
     return records
 
 
-# ------------------------------------------------------------------ the state file
+# ------------------------------------------------------------------ the table
 
 
-def _parse(text: str) -> tuple[dict[str, Record], bool] | None:
-    """(records, legacy?) of a v1 or legacy document; None when it is not a state file."""
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(doc, dict):
-        return None
-    if "version" in doc and isinstance(doc.get("threads"), dict):
-        version = doc["version"]
-        if not isinstance(version, int) or isinstance(version, bool):
-            return None
-        if version > VERSION:
-            # Written by a newer tool: neither corrupt nor ours to overwrite.
-            raise ArchiveError(
-                f"batch state is version {version}, newer than this tool understands ({VERSION})"
-            )
-        threads, legacy = doc["threads"], False
-    else:
-        threads, legacy = doc, True  # the earlier tool's flat {uuid: record}
-    if not all(isinstance(key, str) and isinstance(rec, dict) for key, rec in threads.items()):
-        return None
-    return dict(threads), legacy
+def _read(db: sqlite3.Connection) -> _Read:
+    threads: dict[str, Record] = {}
+    for uuid, text in db.execute("SELECT uuid, record FROM threads"):
+        record = json.loads(text)
+        if isinstance(record, dict):
+            threads[uuid] = record
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (IMPORT_KEY,)).fetchone()
+    note = json.loads(row[0]) if row else None
+    return threads, note if isinstance(note, dict) else None
 
 
-def _salvage(text: str) -> dict[str, Record]:
-    """From a corrupt but parseable file: the records that still look like records."""
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return {}
-    if not isinstance(doc, dict):
-        return {}
-    inner = doc.get("threads")
-    threads: dict[Any, Any] = inner if isinstance(inner, dict) else doc
-    return {
-        key: rec
-        for key, rec in threads.items()
-        if isinstance(key, str) and isinstance(rec, dict) and rec.get("status") in STATUSES
-    }
+def _row(uuid: str, record: Record) -> tuple[str, str, str]:
+    return uuid, as_str(record.get("status")), json.dumps(record, ensure_ascii=False)
+
+
+_UPSERT = "INSERT OR REPLACE INTO threads (uuid, status, record) VALUES (?, ?, ?)"
 
 
 @dataclass
 class BatchState:
-    path: Path
+    path: Path  # the store (or, read-only before the migration, the file it will import)
+    root: Path = Path()
     threads: dict[str, Record] = field(default_factory=dict)
-    legacy: bool = False  # read from the earlier tool's unversioned format
-    corrupt_copy: Path | None = None  # where a corrupt file was moved (or found)
+    legacy: bool = False  # imported from the earlier tool's unversioned format
+    corrupt_copy: Path | None = None  # where a corrupt state was moved (or found)
     rebuilt: bool = False
-    replayed: int = 0  # changes read from the journal on top of the snapshot
-    # The digest of the snapshot on disk (None: no snapshot yet) and the journal writer.
-    _base: str | None = field(default=None, repr=False)
-    _snapshot_size: int = field(default=0, repr=False)
-    _journal: journal.Writer | None = field(default=None, repr=False)
-    _pending: int = field(default=0, repr=False)  # changes in the journal, not the snapshot
+    _db: sqlite3.Connection | None = field(default=None, repr=False)
+    _writable: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.root == Path():
+            self.root = self.path.parent.parent  # <root>/index/<file>
 
     @classmethod
     def load(cls, root: Path, *, repair: bool = True, now: datetime | None = None) -> BatchState:
-        """Read the state of the archive at `root`: the snapshot, then its journal.
+        """Read the state of the archive at `root` (migrating the files of the release
+        before the store on the first writing run).
 
         Missing -> rebuilt from the thread.json files on disk (empty for a new archive): a
-        deleted or lost state file must not cost a re-download of every archived thread.
+        deleted or lost state must not cost a re-download of every archived thread.
 
-        Corrupt (bad JSON, wrong shape) -> moved aside, rebuilt from the thread.json files on
-        disk (plus any record of the old file that still parses, for threads not on disk:
-        errors and tombstones), saved, and a warning logged. With `repair=False` the same
-        rebuild happens in memory only and nothing on disk changes (read-only commands).
+        Corrupt (batch_state.json at its migration, or a damaged state.sqlite) -> set aside,
+        rebuilt from the thread.json files on disk (plus any record of the old file that
+        still parses, for threads not on disk: errors and tombstones), saved, and a warning
+        logged. With `repair=False` the same happens in memory only and nothing on disk
+        changes (read-only commands).
 
-        A missing or corrupt snapshot keeps the changes of its journal (they are newer than
-        anything on disk); a journal written against another snapshot (one replaced behind
-        its back, e.g. by an older tool) is stale: set aside with a warning, not replayed.
+        A new archive gets its store with its first change, not here (a dry run, `status`
+        on an empty folder, create nothing).
         """
-        path = state_path(root)
-        state = cls(path=path)
-        raw, replay = journal.read_consistent(path)
-        if raw is None:
-            state.threads = rebuild_from_disk(root, now=now)
-            state._apply(replay.changes)
-            state._pending = len(replay.changes)
-            if state.threads:
-                state.rebuilt = True
-                log.warning(
-                    "batch state %s is missing; rebuilt from disk (%d threads)",
-                    path,
-                    len(state.threads),
-                )
-                if repair:
-                    state.save()
-            return state
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            text = ""
-        parsed = _parse(text) if text else None
-        if parsed is not None:
-            state.threads, state.legacy = parsed
-            state._base, state._snapshot_size = journal.digest(raw), len(raw)
-            if replay.stale:
-                state._stale_journal(repair)
-            else:
-                state._apply(replay.changes)
-                state._pending = len(replay.changes)
-            if state._canonicalise() and repair:
-                log.info("batch state %s: lastUpdated brought to the canonical clock", path)
-                state.save()
-            return state
-        rebuilt = rebuild_from_disk(root, now=now)
-        for uuid, record in _salvage(text).items():
-            rebuilt.setdefault(uuid, record)
-        state.threads = rebuilt
-        state._apply(replay.changes)
-        state.rebuilt = True
-        if repair:
-            state.corrupt_copy = move_aside(path)
-            log.warning(
-                "batch state %s is corrupt; moved to %s and rebuilt from disk (%d threads)",
-                path,
-                state.corrupt_copy.name,
-                len(rebuilt),
-            )
-            state.save()
+        root = Path(root)
+        store = db_path(root)
+        old = legacy_path(root)
+        state = cls(path=store, root=root)
+        if not store.exists() and old.exists():
+            state.path = old
+        aside: Path | None = None
+        if repair and (store.exists() or old.exists() or old.with_suffix(".journal").exists()):
+            db, (threads, note), aside = open_checked(root, _read)
+            state._writable = True
+        elif repair:
+            db = memory_state(root)  # nothing stored yet: written by the first change
+            threads, note = _read(db)
         else:
-            state.corrupt_copy = path
-            log.warning(
-                "batch state %s is corrupt; using a state rebuilt from disk (%d threads)",
-                path,
-                len(rebuilt),
-            )
+            db, (threads, note), aside = open_checked(root, _read, readonly=True)
+        state._db, state.threads = db, threads
+        if aside is not None:
+            state.corrupt_copy, state.rebuilt = aside, True
+            note = {"rebuild": "missing"}  # the damaged store's records are gone: disk
+        if note is not None:
+            state._settle(note, now)
+        if repair and not state._writable and state.threads:
+            state._store()  # rebuilt from disk: on disk now
         return state
 
-    def _apply(self, changes: list[tuple[str, Any]]) -> None:
-        for uuid, record in changes:
-            if isinstance(record, dict):
-                self.threads[uuid] = record
-            elif record is None:
-                self.threads.pop(uuid, None)
-        self.replayed += len(changes)
+    def _settle(self, note: dict[str, Any], now: datetime | None) -> None:
+        """Finish what the migration left to this layer: the records rebuilt from disk."""
+        self.legacy = bool(note.get("legacy"))
+        why = as_str(note.get("rebuild"))
+        added: dict[str, Record] = {}
+        if why or self.corrupt_copy is not None:
+            # Records the migration imported (a journal's) are newer than the disk; the disk
+            # wins over what was salvaged from a corrupt file.
+            added = {
+                uuid: record
+                for uuid, record in rebuild_from_disk(self.root, now=now).items()
+                if uuid not in self.threads
+            }
+            salvage = note.get("salvage")
+            if isinstance(salvage, dict):
+                for uuid, record in salvage.items():
+                    if uuid not in self.threads and isinstance(record, dict):
+                        added.setdefault(uuid, record)
+            self.threads.update(added)
+        if why == "corrupt" and self.corrupt_copy is None:
+            self.rebuilt = True
+            index = self.root / INDEX_DIR
+            if self._writable:
+                self.corrupt_copy = index / as_str(note.get("file"))
+                moved = f"moved to {self.corrupt_copy.name} and rebuilt"
+            else:
+                self.corrupt_copy = legacy_path(self.root)
+                moved = "using a state rebuilt"
+            log.warning(
+                "batch state %s is corrupt; %s from disk (%d threads)",
+                legacy_path(self.root),
+                moved,
+                len(self.threads),
+            )
+        elif self.corrupt_copy is not None:
+            log.warning(
+                "batch state %s: rebuilt from disk (%d threads)", self.path, len(self.threads)
+            )
+        elif why and self.threads:
+            self.rebuilt = True
+            log.warning(
+                "batch state %s is missing; rebuilt from disk (%d threads)",
+                self.path,
+                len(self.threads),
+            )
+        if self._writable and self._db is not None:
+            with transaction(self._db) as db:
+                db.executemany(_UPSERT, [_row(u, r) for u, r in added.items()])
+                db.execute("DELETE FROM meta WHERE key = ?", (IMPORT_KEY,))
 
-    def _canonicalise(self) -> int:
-        """Bring every record's `lastUpdated` to the canonical clock (UTC, µs, `Z`): the
-        migration of state files written before it, so an upgraded archive compares its
-        records with either listing's rows and re-downloads nothing. Returns the changes."""
-        changed = 0
-        for record in self.threads.values():
-            value = record.get("lastUpdated")
-            if isinstance(value, str) and value:
-                canonical = canonical_time(value)
-                if canonical != value:
-                    record["lastUpdated"] = canonical
-                    changed += 1
-        return changed
+    def _store(self) -> sqlite3.Connection:
+        """The store, writable (opened, and created and migrated, on the first change of a
+        read-only or brand-new state: what this one holds goes in with it)."""
+        if self._writable and self._db is not None:
+            return self._db
+        if self._db is not None:
+            self._db.close()
+        db, (stored, _note), _aside = open_checked(self.root, _read)
+        with transaction(db):
+            db.executemany(
+                _UPSERT, [_row(u, r) for u, r in self.threads.items() if u not in stored]
+            )
+            db.execute("DELETE FROM meta WHERE key = ?", (IMPORT_KEY,))
+        self._db, self._writable, self.path = db, True, db_path(self.root)
+        return db
 
-    def _stale_journal(self, repair: bool) -> None:
-        where = journal.journal_path(self.path)
-        if not repair:
-            log.warning("%s belongs to another %s; not replayed", where.name, self.path.name)
-            return
-        aside = journal.set_aside(where, "stale")
-        log.warning(
-            "%s belongs to another %s (replaced by another tool?); moved to %s, not replayed",
-            where.name,
-            self.path.name,
-            aside.name if aside else "?",
-        )
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db, self._writable = None, False
 
     # -- reading
 
@@ -269,46 +260,28 @@ class BatchState:
     # -- writing: every change is durable at once
 
     def save(self) -> bool:
-        """Compact: write every record to the snapshot (atomically, durably) and start a new,
-        empty journal. Done at the end of a run; a change alone only appends (`_record`)."""
-        doc = {"version": VERSION, "threads": self.threads}
-        data = (json.dumps(doc, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
-        base = journal.digest(data)
-        written = False
-
-        def write() -> None:
-            nonlocal written
-            written = write_if_changed(self.path, data, durable=True)
-
-        if self._journal is not None or journal.journal_path(self.path).exists():
-            self._writer().compacted(base, write)
-        else:
-            write()
-        self._base, self._snapshot_size = base, len(data)
-        self._pending = 0
-        self.legacy = False
-        return written
+        """Make the store hold exactly `threads` (one transaction): for a caller that edited
+        `threads` itself. The `mark_*` methods commit as they go and need no save. True when
+        something was written."""
+        db = self._store()
+        rows = [_row(uuid, record) for uuid, record in self.threads.items()]
+        with disk_errors(self.path), transaction(db):
+            stored = dict(db.execute("SELECT uuid, record FROM threads").fetchall())
+            changed = [row for row in rows if stored.get(row[0]) != row[2]]
+            gone = [(uuid,) for uuid in stored.keys() - self.threads.keys()]
+            db.executemany(_UPSERT, changed)
+            db.executemany("DELETE FROM threads WHERE uuid = ?", gone)
+        return bool(changed or gone)
 
     def compact(self) -> bool:
-        """`save` if the journal holds changes the snapshot lacks (the end of a run)."""
-        return self.save() if self._pending else False
-
-    def _writer(self) -> journal.Writer:
-        if self._journal is None:
-            self._journal = journal.Writer(self.path, self._base or "", durable=True)
-        return self._journal
+        """As `save`: the store has no journal to fold in."""
+        return False
 
     def _record(self, uuid: str, record: Record) -> None:
-        """One change, durable before this returns: a journal line (a whole snapshot for the
-        first change of a new archive or of a legacy file, and when the journal is due)."""
-        if self._base is None or self.legacy:
-            self.save()
-            return
-        writer = self._writer()
-        writer.append([(uuid, record)])
-        self._pending += 1
-        if writer.due(self._snapshot_size):
-            self.save()
+        """One change, durable before this returns: one committed transaction (WAL,
+        synchronous=FULL) that replaces the thread's row."""
+        with disk_errors(self.path):
+            self._store().execute(_UPSERT, _row(uuid, record))
 
     def _set(self, uuid: str, record: Record, keep_dir: bool = True) -> None:
         if record.get("lastUpdated"):

@@ -31,6 +31,23 @@ def m001_meta(db: sqlite3.Connection, root: Path) -> None:
     db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 
+@migration("batch_state")
+def m002_batch_state(db: sqlite3.Connection, root: Path) -> None:
+    # What happened to every thread: `index/batch_state.json` and its journal (batch_import).
+    from pplx_export.store.batch_import import import_batch_state
+
+    import_batch_state(db, root)
+
+
+@migration("rendered")
+def m003_rendered(db: sqlite3.Connection, root: Path) -> None:
+    # What each thread directory was last rendered from: `index/rendered.jsonl` and its
+    # journal, or the earlier `render_state.json` (rendered_import).
+    from pplx_export.store.rendered_import import import_rendered
+
+    import_rendered(db, root)
+
+
 # -- small documents (store/docs.py): one file each under index/ before ------------------------
 
 DOCS_TABLE = "CREATE TABLE IF NOT EXISTS docs (key TEXT PRIMARY KEY, value BLOB NOT NULL)"
@@ -48,7 +65,7 @@ def _import_file(db: sqlite3.Connection, path: Path, key: str) -> None:
 
 
 @migration("docs")
-def m010_docs(db: sqlite3.Connection, root: Path) -> None:
+def m004_docs(db: sqlite3.Connection, root: Path) -> None:
     # Run and import bookkeeping, the raw-file check record and credit usage per account.
     db.execute(DOCS_TABLE)
     index = root / INDEX_DIR
@@ -62,7 +79,7 @@ def m010_docs(db: sqlite3.Connection, root: Path) -> None:
 
 
 @migration("space caches")
-def m011_space_caches(db: sqlite3.Connection, root: Path) -> None:
+def m005_space_caches(db: sqlite3.Connection, root: Path) -> None:
     # The spaces/ build's caches and the fetched space metadata. The space_<slug>.json
     # listings stay files: like library_<account>.json they are what `space-index` exports.
     db.execute(DOCS_TABLE)
@@ -71,7 +88,7 @@ def m011_space_caches(db: sqlite3.Connection, root: Path) -> None:
 
 
 @migration("relations cache")
-def m012_relations_cache(db: sqlite3.Connection, root: Path) -> None:
+def m006_relations_cache(db: sqlite3.Connection, root: Path) -> None:
     # The snapshot is a document; the journal a re-render appends to is a table (a run adds
     # rows without rewriting the snapshot, `relations` folds them in and deletes them).
     db.execute(DOCS_TABLE)
@@ -94,7 +111,7 @@ def m012_relations_cache(db: sqlite3.Connection, root: Path) -> None:
 
 
 @migration("answer variants")
-def m013_answer_variants(db: sqlite3.Connection, root: Path) -> None:
+def m007_answer_variants(db: sqlite3.Connection, root: Path) -> None:
     # The answer-variant log: one row per (web_uuid, entry_uuid), in the order detected.
     # Lines that do not parse (a torn line of an older writer) are kept as they were.
     db.execute(
@@ -126,7 +143,7 @@ def m013_answer_variants(db: sqlite3.Connection, root: Path) -> None:
 
 
 @migration("search pending")
-def m014_search_pending(db: sqlite3.Connection, root: Path) -> None:
+def m008_search_pending(db: sqlite3.Connection, root: Path) -> None:
     # Thread directories whose search-index update failed. Kept here, not in search.sqlite:
     # the note is taken exactly when that database could not be written.
     db.execute("CREATE TABLE IF NOT EXISTS search_pending (rel TEXT PRIMARY KEY)")

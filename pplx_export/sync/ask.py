@@ -369,7 +369,6 @@ def archive_thread(
         )
         cap = opts.config.network.backoff_cap
         directory = retry_not_found(lambda: exporter.export(uuid), uuid, sleep, cap)
-        exporter.state.compact()  # the end of this one-thread run: fold the journal in
         return directory
 
 

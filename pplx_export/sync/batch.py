@@ -378,7 +378,6 @@ def run_batch(
             front_door(opts, dirs)
         else:
             log.info("batch: nothing to do (%s)", plan.counts_text())
-            state.compact()  # what a killed run left in the journal
         _repair_index(opts, state)
         if commit:
             auto_commit(opts, "batch")
@@ -409,10 +408,8 @@ def _run_items(
             for item, url in work:
                 _export_item(exporter, item, summary, streaks, url)
                 bar.advance(item.title)
-        # Every change is in the journal already (durable); fold it into the snapshot.
-        state.compact()
     except KeyboardInterrupt:
-        state.save()
+        # Every change was committed when it was made: nothing to save.
         raise Interrupted("interrupted; state saved, rerun to continue") from None
     except OSError as exc:  # e.g. recording a failure when the disk filled up meanwhile
         full = DiskFull.of(exc)

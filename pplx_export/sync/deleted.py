@@ -194,9 +194,8 @@ def run_sync_deleted(
             before = sessions.requests_made
             try:
                 _confirm_all(opts, sessions, state, result)
-                state.compact()  # the tombstones are in the journal; fold it in
             except KeyboardInterrupt:
-                state.compact()
+                # Each tombstone was committed when it was made: nothing to save.
                 raise Interrupted("interrupted; progress saved, rerun to continue") from None
             finally:
                 result.requests = sessions.requests_made - before

@@ -8,6 +8,7 @@ done" and the next run simply exports it again.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -191,13 +192,8 @@ class Exporter:
                 flavor=self.engine.flavor,
             )
             self.rendered.record(rel, record)
-            self.rendered.flush()
-            # Folded into the snapshot only when the journal is due: a cron `sync` that
-            # exports three threads does not rewrite a snapshot of 50,000; whoever reads
-            # the state next replays the journal.
-            if self.rendered.due():
-                self.rendered.compact()
-        except OSError as exc:
+            self.rendered.flush()  # one small commit: the cost is this thread's, not the archive's
+        except (OSError, sqlite3.Error) as exc:
             log.debug("render fingerprint of %s not recorded: %s", rel, exc)
 
     def _schematized(self, web_uuid: str) -> tuple[dict[str, Any], str]:

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STATE_CHECKPOINT = 200  # threads between render_state journal appends (one fsync each)
+STATE_CHECKPOINT = 200  # threads between render state commits (one fsync each)
 SKIPPED = ThreadOutcome("", "skipped")  # the progress report of a fresh thread
 SPILL_BYTES = 1 << 15  # the work list's lines held before they go to its file
 
@@ -152,7 +152,7 @@ def rerender(
     root = Path(root)
     engine = engine or default_engine()
     summary = RerenderSummary(dry_run=dry_run)
-    recorded = RenderState.load(root)
+    recorded = RenderState.load(root, readonly=dry_run)
     # The listing and the render state side by side, one directory at a time; the threads
     # to render go to a file (`Todo`), not a list: nothing here grows with the archive.
     # Without a limit, the records of directories no longer there (merged, deleted by
@@ -179,6 +179,7 @@ def rerender(
         todo.close()
         if not dry_run:
             _disk_full_is_one_line(recorded.compact)
+        recorded.close()
         summary.elapsed = time.monotonic() - started
     return summary
 
@@ -235,7 +236,7 @@ def _render(
                 log.error("re-render failed: %s: %s", root / o.rel, o.error)
                 recorded.record(o.rel, None)
             elif o.fingerprint is not None:
-                # To the journal only: the run never looks at this thread again, so the
+                # To the store only: the run never looks at this thread again, so the
                 # record is not kept in memory (flat memory whatever the archive's size).
                 recorded.record(o.rel, o.fingerprint)
             for line in o.losses:
@@ -260,12 +261,13 @@ def _record_losses(root: Path, counts: dict[str, int]) -> None:
     from pplx_export.archive.state import BatchState
 
     state = BatchState.load(root)
-    if any([state.set_losses(uuid, n) for uuid, n in counts.items()]):
 
-        def compact() -> None:
-            state.compact()
+    def record() -> None:
+        for uuid, n in counts.items():
+            state.set_losses(uuid, n)  # one commit each: rare, a new parser's doing
 
-        _disk_full_is_one_line(compact)
+    _disk_full_is_one_line(record)
+    state.close()
 
 
 class Todo:
