@@ -6,7 +6,8 @@
     ├── ArchiveError (1)          a file in the archive could not be read or written safely
     │   ├── ArchiveBusy (5)          another run holds the archive's lock (try again later)
     │   ├── DiskFull (1)             ENOSPC / EDQUOT: the run stops at once, nothing is lost
-    │   └── CommitFailed (1)         auto_commit was due and git did not commit (files on disk)
+    │   ├── CommitFailed (1)         auto_commit was due and git did not commit (files on disk)
+    │   └── ThreadUnreadable (1)     an archived thread's files cannot be read or parsed
     ├── SchemaError (1)          a payload could not be parsed at all (names thread + JSON path)
     ├── Interrupted (130)
     └── ApiError (1)             every error that came back from (or on the way to) the API
@@ -75,6 +76,31 @@ class DiskFull(ArchiveError):
 
 class CommitFailed(ArchiveError):
     """auto_commit: the export is on disk but the commit recording it did not happen."""
+
+
+class ThreadUnreadable(ArchiveError):
+    """An archived thread's files cannot be read or parsed (`pplx_export/archived.py`); the
+    message says which file and why. `file`: the file at fault ("" when the files read but
+    the parse failed); `missing`: that file does not exist; `doc`: thread.json, when it was
+    read before the failure (a reader may still say which thread this is)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str = "",
+        missing: bool = False,
+        doc: dict[str, object] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.file = file
+        self.missing = missing
+        self.doc = doc
+
+    @property
+    def gone(self) -> bool:
+        """No thread.json: the directory holds no thread (any more)."""
+        return self.missing and self.file == "thread.json"
 
 
 class SchemaError(PplxError):

@@ -41,10 +41,10 @@ def _done(env: E2E) -> set[str]:
 def test_a_failed_index_update_is_repaired_before_the_run_ends(
     env: E2E, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def failing(root: Path, rels: Any, **_: Any) -> IndexStats:
+    def failing(root: Path, rel: str, rows: Any) -> IndexStats:
         return IndexStats(error="database or disk is full")
 
-    monkeypatch.setattr("pplx_export.sync.export.update_threads", failing)
+    monkeypatch.setattr("pplx_export.sync.export.index_written", failing)
     for uuid in sorted(fixture_threads())[:3]:
         env.emu.mutate(touch=uuid)  # a later date: each thread moves to a new directory
     result = env.cli("sync")

@@ -35,6 +35,7 @@ NOT_IMPORTED = (
     "rich.progress",
     "pplx_export.search.index",
     "pplx_export.sync.rerender_pool",
+    "pplx_export.workers",
 )
 
 PROBE = """

@@ -109,7 +109,7 @@ def test_a_corrupt_thread_is_reported_and_the_rest_is_written(tmp_path: Path) ->
     (broken / "raw_entries.json").write_text('{"entries": [', "utf-8")
     code, _out, err = run(root)
     assert code == 4
-    assert "Broken_00000009" in err and "not valid JSON" in err
+    assert "Broken_00000009" in err and "raw_entries.json does not parse" in err
     assert len(edges_of(root)) == 8
 
 

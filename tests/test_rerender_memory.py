@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.sync import rerender_pool
+from pplx_export import workers
 from pplx_export.sync.rerender import rerender
 from tests.archive_fakes import FAKE_ENGINE, make_thread
 
@@ -47,7 +47,7 @@ def test_the_peak_of_a_rerender_does_not_grow_with_the_archive(
 ) -> None:
     # The outcomes of the chunks in flight are the parent's largest holding; chunks grow
     # with the work up to a cap (64), reached here at both sizes with a cap of 8.
-    monkeypatch.setattr(rerender_pool, "guided_chunks", partial(rerender_pool.guided_chunks, cap=8))
+    monkeypatch.setattr(workers, "guided_chunks", partial(workers.guided_chunks, cap=8))
     root = tmp_path / "archive"
     peaks: dict[int, tuple[int, int]] = {}
     for start, n in ((0, 100), (100, 400)):

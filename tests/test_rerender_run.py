@@ -122,7 +122,7 @@ def test_failures_counted_and_run_continues(archive: Path) -> None:
     s = rerender(archive, engine=FAKE_ENGINE)
     assert (s.total, s.written, s.failed) == (5, 3, 2)
     reasons = dict(s.failures)
-    assert "raw_entries.json unreadable" in reasons[bad_json.relative_to(archive).as_posix()]
+    assert "raw_entries.json does not parse" in reasons[bad_json.relative_to(archive).as_posix()]
     assert "entries is not a list" in reasons[schema.relative_to(archive).as_posix()]
     assert not (bad_json / "conversation.md").exists()
 

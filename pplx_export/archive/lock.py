@@ -73,27 +73,6 @@ def archive_lock(root: Path, held: set[str] | None = None) -> Iterator[None]:
         os.close(fd)
 
 
-def release_inherited_lock() -> None:
-    """Close, in a forked worker, every descriptor of an archive lock its parent holds.
-
-    flock belongs to the open file: a worker keeping the inherited descriptor would keep the
-    archive locked after its parent died. The parent's own descriptor keeps the lock while it
-    lives. Linux (/proc); elsewhere workers are spawned, not forked, and inherit nothing.
-    """
-    fd_dir = "/proc/self/fd"
-    if not os.path.isdir(fd_dir):
-        return
-    suffix = os.sep + os.path.join("index", LOCK_NAME)
-    for name in os.listdir(fd_dir):
-        try:
-            target = os.readlink(os.path.join(fd_dir, name))
-        except OSError:
-            continue
-        if target.endswith(suffix):
-            with contextlib.suppress(OSError):
-                os.close(int(name))
-
-
 @contextlib.contextmanager
 def archive_read_lock(root: Path) -> Iterator[None]:
     """For a reader that must not see a run's work half done (`verify`): wait while a run

@@ -21,18 +21,16 @@ import contextlib
 import hashlib
 import logging
 import os
-import signal
 import sqlite3
-import sys
 import tempfile
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pplx_export.errors import ThreadUnreadable
 from pplx_export.models import JSON, Conversation
 from pplx_export.search.extract import ThreadRow, thread_row
 from pplx_export.search.pending import clear_pending, pending_rels
@@ -47,7 +45,6 @@ from pplx_export.search.schema import (
     trigger_ddl,
 )
 from pplx_export.util.atomic import TEMP_PREFIX, read_with_stat
-from pplx_export.util.jsontext import loads
 
 # Earlier versions of a thread live in `<thread dir>/history/<stamp>/` (archive/history.py).
 HISTORY_DIR = "history"
@@ -61,7 +58,6 @@ REPORT_BODY = "assets/report_body.md"
 REPORT_MD = "report.md"
 # The original of a rewritten answer, saved by hand beside the thread's pages (§5.8).
 VARIANT_MD = "rewritten_answer_variant.md"
-OFFICIAL_RAW = "raw_official_export.json"  # archive/official.py
 # The files a thread's rows are computed from, in signature order.
 INPUTS = (THREAD_JSON, RAW_ENTRIES, RAW_BLOCKS, REPORT_BODY, VARIANT_MD)
 # Top-level folders of the archive that hold no threads (archive/paths.py RESERVED_TOP).
@@ -78,10 +74,6 @@ _LOOKUP_BATCH = 500
 # (starting one costs about what parsing a few dozen threads does).
 MAX_JOBS = 8
 MIN_SHARE = 64
-
-
-class ThreadUnreadable(Exception):
-    """A thread directory whose files cannot be indexed (the reason is the message)."""
 
 
 @dataclass
@@ -179,54 +171,23 @@ def content_digest(digests: Mapping[str, str], body_stamp: str) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 
-def _read_json(path: str, name: str, digests: dict[str, str]) -> tuple[Any, tuple[int, int]]:
-    try:
-        data, stat = read_with_stat(path)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise ThreadUnreadable(f"{name} unreadable: {exc}") from exc
-    digests[name] = hashlib.sha256(data).hexdigest()
-    try:
-        value = loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise ThreadUnreadable(f"{name} does not parse: {exc}") from exc
-    if not isinstance(value, dict):
-        raise ThreadUnreadable(f"{name} is not a JSON object")
-    return value, stat
-
-
 def load_thread(root: Path, rel: str) -> tuple[ThreadRow, str]:
     """The index rows of one thread directory and its signature (as of what was read).
-    Raises ThreadUnreadable (or FileNotFoundError when thread.json is gone)."""
-    from pplx_export.errors import SchemaError
-    from pplx_export.parse.thread import parse_archived, parse_thread
+    Raises ThreadUnreadable (`gone` when thread.json is gone)."""
+    from pplx_export.archived import parse_read, read_thread
 
+    thread = read_thread(root, rel)
+    digests = thread.digests()
+    thread.release()  # digested: the parse does not need the bytes
+    conv = parse_read(thread)
     base = os.path.join(root, rel)
-    digests: dict[str, str] = {}
-    doc, doc_stat = _read_json(os.path.join(base, THREAD_JSON), THREAD_JSON, digests)
-    web_uuid = doc.get("web_uuid")
-    if not isinstance(web_uuid, str) or not web_uuid:
-        raise ThreadUnreadable("thread.json has no web_uuid")
-    try:
-        plain, plain_stat = _read_json(os.path.join(base, RAW_ENTRIES), RAW_ENTRIES, digests)
-    except FileNotFoundError as exc:
-        raise ThreadUnreadable(f"{RAW_ENTRIES} missing") from exc
-    blocks: dict[str, Any] | None = None
-    blocks_stat: tuple[int, int] | None = None
-    with contextlib.suppress(FileNotFoundError):  # plain search threads have none
-        blocks, blocks_stat = _read_json(os.path.join(base, RAW_BLOCKS), RAW_BLOCKS, digests)
-    mode_folder = rel.split("/")[1] if rel.count("/") >= 2 else ""
-    try:
-        conv = parse_archived(parse_thread, _with_official(base, plain), blocks, doc, mode_folder)
-    except SchemaError as exc:
-        raise ThreadUnreadable(str(exc)) from exc
     body, body_stat = _report_body(base, conv)
     variant, variant_stat = _variant_text(base)
-    stats = (doc_stat, plain_stat, blocks_stat, body_stat, variant_stat)
-    sig = "|".join([EXTRACT_VERSION, *(_stamp(s) for s in stats)])
+    read = thread.stats
+    stats = (read.get(THREAD_JSON), read.get(RAW_ENTRIES), read.get(RAW_BLOCKS))
+    sig = "|".join([EXTRACT_VERSION, *(_stamp(s) for s in (*stats, body_stat, variant_stat))])
     sig += "#" + content_digest(digests, f"{_stamp(body_stat)}|{_stamp(variant_stat)}")
-    return thread_row(conv, doc, rel, body, variant), sig
+    return thread_row(conv, thread.doc, rel, body, variant), sig
 
 
 def _variant_text(base: str) -> tuple[str | None, tuple[int, int] | None]:
@@ -236,23 +197,6 @@ def _variant_text(base: str) -> tuple[str | None, tuple[int, int] | None]:
     except OSError:
         return None, None
     return data.decode("utf-8", errors="replace"), stat
-
-
-def _with_official(base: str, plain: Any) -> Any:
-    """`plain` with the turns only the thread's copy of Perplexity's data export holds
-    (archive/official.py does the same for re-render; the search layer may not import it)."""
-    from pplx_export.parse.official_export import ExportShapeError, merge_plain, parse_conversation
-
-    try:
-        data, _ = read_with_stat(os.path.join(base, OFFICIAL_RAW))
-    except FileNotFoundError:
-        return plain
-    except OSError as exc:
-        raise ThreadUnreadable(f"{OFFICIAL_RAW} unreadable: {exc}") from exc
-    try:
-        return merge_plain(plain, parse_conversation(loads(data)))
-    except (ValueError, ExportShapeError) as exc:
-        raise ThreadUnreadable(f"{OFFICIAL_RAW} unreadable: {exc}") from exc
 
 
 def _report_body(base: str, conv: Conversation) -> tuple[str | None, tuple[int, int] | None]:
@@ -375,10 +319,10 @@ def _index_one(conn: sqlite3.Connection, root: Path, rel: str, stats: IndexStats
         return
     try:
         row, sig = load_thread(root, rel)
-    except FileNotFoundError:
-        stats.removed += _delete(conn, rel=rel)
-        return
     except ThreadUnreadable as exc:
+        if exc.gone:
+            stats.removed += _delete(conn, rel=rel)
+            return
         # No stale hits for a thread that cannot be read now.
         _delete(conn, rel=rel)
         stats.failed.append((rel, str(exc)))
@@ -428,6 +372,13 @@ def update_threads(root: Path, rels: Iterable[str], *, jobs: int = 1) -> IndexSt
     return _update(Path(root), [(rel, None) for rel in rels], jobs=jobs)
 
 
+def index_written(root: Path, rel: str, rows: Fresh | None) -> IndexStats:
+    """The export hook: `update_threads` for the thread just written to `rel`, with the rows
+    `fresh_rows` computed from the Conversation at hand (None: read the files, the slow
+    way). Never raises."""
+    return _update(Path(root), [(rel, rows)], jobs=1)
+
+
 Pending = list[tuple[str, "Fresh | None"]]  # (directory, what a worker found, if any)
 
 
@@ -437,14 +388,22 @@ _RESIGN = "UPDATE threads SET signature = ? WHERE dir = ?"
 def _update(root: Path, pending: Pending, *, jobs: int) -> IndexStats:
     """`update_threads`, where some threads come with their rows computed already."""
     try:
+        built: IndexStats | None = None
         try:
             conn = open_for_update(root)
-        except FileNotFoundError:
-            log.info("search index: building %s from the archive", db_path(root))
-            return rebuild(root, jobs=jobs)
-        except IndexDamaged as exc:
-            log.warning("search index %s is unusable (%s); rebuilding it", db_path(root), exc)
-            return rebuild(root, jobs=jobs)
+        except (FileNotFoundError, IndexDamaged) as exc:
+            if isinstance(exc, IndexDamaged):
+                log.warning("search index %s is unusable (%s); rebuilding it", db_path(root), exc)
+            else:
+                log.info("search index: building %s from the archive", db_path(root))
+            # Threads whose rows are at hand are not read and parsed again by the build:
+            # they go into the new index below.
+            known = {rel for rel, fresh in pending if fresh is not None and fresh[0] is not None}
+            built = rebuild(root, jobs=jobs, skip=known)
+            if not known:
+                return built
+            pending = [(rel, fresh) for rel, fresh in pending if rel in known]
+            conn = open_for_update(root)
         stats = IndexStats()
         try:
             with conn:
@@ -473,6 +432,9 @@ def _update(root: Path, pending: Pending, *, jobs: int) -> IndexStats:
         return IndexStats(error=str(exc))
     for rel, reason in stats.failed:
         log.debug("search index: %s not indexed: %s", rel, reason)
+    if built is not None:
+        built.merge(stats)
+        return built
     return stats
 
 
@@ -647,58 +609,29 @@ Loaded = tuple[ThreadRow, str] | str | None  # rows and signature | why not | go
 def _load(root: Path, rel: str) -> Loaded:
     try:
         return load_thread(root, rel)
-    except FileNotFoundError:
-        return None
     except ThreadUnreadable as exc:
-        return str(exc)
+        return None if exc.gone else str(exc)
     except Exception as exc:
         # A parser bug on one thread must not cost the index the other thousands.
         log.debug("indexing %s crashed", rel, exc_info=True)
         return f"{type(exc).__name__}: {exc}"
 
 
-def _load_chunk(root: Path, rels: list[str]) -> list[tuple[str, Loaded]]:
-    return [(rel, _load(root, rel)) for rel in rels]
-
-
-def _ignore_sigint() -> None:
-    # Ctrl-C reaches the whole process group; the parent stops the run.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _auto_jobs(todo: int) -> int:
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS, Windows
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, MAX_JOBS, todo // MIN_SHARE))
-
-
 def _load_all(root: Path, rels: list[str], jobs: int) -> Iterator[tuple[str, Loaded]]:
     """Every thread's rows, in `rels` order; parsed in worker processes when it pays."""
-    jobs = _auto_jobs(len(rels)) if jobs == 0 else min(jobs, max(1, len(rels)))
-    if jobs <= 1:
-        for rel in rels:
-            yield rel, _load(root, rel)
-        return
-    import multiprocessing
+    from pplx_export.workers import auto_jobs, ordered_map
 
-    # Fork where it is safe (Linux): the workers start with the parser imported.
-    import pplx_export.parse  # noqa: F401
+    if jobs == 0:
+        jobs = auto_jobs(len(rels), most=MAX_JOBS, share=MIN_SHARE)
+    if min(jobs, len(rels)) > 1:
+        # Before the fork: the workers start with the parser imported.
+        import pplx_export.parse  # noqa: F401
+    load = partial(_load_pair, root)
+    yield from ordered_map(load, rels, len(rels), jobs=jobs)
 
-    if sys.platform.startswith("linux"):
-        context = multiprocessing.get_context("fork")
-    else:
-        context = multiprocessing.get_context()
-    size = max(4, min(64, len(rels) // (jobs * 4)))
-    chunks = [rels[i : i + size] for i in range(0, len(rels), size)]
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_ignore_sigint)
-    try:
-        futures = deque(pool.submit(_load_chunk, root, chunk) for chunk in chunks)
-        while futures:
-            yield from futures.popleft().result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+
+def _load_pair(root: Path, rel: str) -> tuple[str, Loaded]:
+    return rel, _load(root, rel)
 
 
 def rebuild(
@@ -708,13 +641,15 @@ def rebuild(
     on_progress: Callable[[str], None] | None = None,
     now: datetime | None = None,
     jobs: int = 0,
+    skip: Collection[str] = (),
 ) -> IndexStats:
     """Index every thread of the archive into a new database, then put it in place.
 
     `jobs` worker processes read and parse the threads (0: one per CPU, when there are
-    enough threads to pay for starting them); this process writes the database."""
+    enough threads to pay for starting them); this process writes the database. `skip`:
+    directories left out (their caller indexes them next, from rows it has)."""
     root = Path(root)
-    rels = thread_rels(root)
+    rels = [rel for rel in thread_rels(root) if rel not in skip] if skip else thread_rels(root)
     if on_total:
         on_total(len(rels))
     index_dir = root / "index"

@@ -53,7 +53,6 @@ from pplx_export.sync.capture_hint import thread_url
 from pplx_export.sync.export import Exporter, parse_thread_ref
 from pplx_export.util import bundle
 from pplx_export.util.atomic import atomic_write_bytes
-from pplx_export.util.jsontext import loads
 
 log = logging.getLogger(__name__)
 
@@ -277,18 +276,16 @@ def _replayed(
                 summary.error = f"the redacted recording does not export: {exc}"
                 continue
             summary.rel = directory.relative_to(root).as_posix()
-            _summarise(summary, directory)
+            _summarise(summary, root)
     return summaries
 
 
-def _summarise(summary: ThreadSummary, directory: Path) -> None:
-    from pplx_export.parse.thread import parse_archived
+def _summarise(summary: ThreadSummary, root: Path) -> None:
+    """The parse summary of the thread just exported to `root/summary.rel`, read back from
+    its files the way every offline reader reads them."""
+    from pplx_export.archived import load_thread
 
-    doc = loads((directory / THREAD_JSON).read_bytes())
-    plain = loads((directory / RAW_ENTRIES).read_bytes())
-    blocks_path = directory / RAW_BLOCKS
-    blocks = loads(blocks_path.read_bytes()) if blocks_path.exists() else None
-    conv = parse_archived(default_engine().parse, plain, blocks, doc, directory.parent.name)
+    _, conv = load_thread(root, summary.rel, default_engine().parse)
     summary.turns = len(conv.turns)
     summary.answer_forms = dict(Counter(t.answer_form or "none" for t in conv.turns))
     summary.losses = [{"turn": n, **loss.to_json()} for n, loss in conv.losses]

@@ -17,25 +17,27 @@ from typing import Any
 
 from pplx_export.archive import history
 from pplx_export.archive.paths import safe_folder
-from pplx_export.archive.render_state import RenderState, fingerprint
+from pplx_export.archive.render_state import RenderState
 from pplx_export.archive.scan import ThreadDirs
 from pplx_export.archive.state import BatchState
 from pplx_export.archive.sweep import sweep_temp_files, sweep_unfinished_dirs
-from pplx_export.archive.writer import WriteResult, prepare_thread_dir
+from pplx_export.archive.writer import prepare_thread_dir
 from pplx_export.config import Account
 from pplx_export.errors import SchemaError, UsageError
+from pplx_export.models import JSON
 from pplx_export.parse import needs_blocks
 from pplx_export.parse.interruptions import WORKFLOW_NOTE
 from pplx_export.parse.last_updated import same_last_updated
 from pplx_export.parse.losses import LOSS_NOTE
 from pplx_export.perplexity.api import PerplexityAPI
 from pplx_export.perplexity.thread import IncompleteThread
-from pplx_export.search.index import update_threads
+from pplx_export.search.index import index_written
 from pplx_export.search.pending import note_pending
 from pplx_export.sync.assemble import Engine, default_engine, export_conversation
 from pplx_export.sync.fetch_assets import download_assets, fetch_report_body
 from pplx_export.sync.official_merge import with_imported_turns
-from pplx_export.sync.relation_facts import FactsJournal, facts_record
+from pplx_export.sync.pipeline import after_write
+from pplx_export.sync.relation_facts import FactsJournal
 from pplx_export.util import threadref
 from pplx_export.util.timefmt import format_utc
 
@@ -72,9 +74,9 @@ class Exporter:
     variant_hits: int = 0
     # The archive's directories by uuid8, listed at the first export of the run.
     dirs: ThreadDirs | None = None
-    # The render fingerprints of what this run wrote (`index/rendered.jsonl`), opened at the
-    # first export: the next `re-render --changed-only` then skips those threads instead of
-    # rendering them again.
+    # The render fingerprints of what this run wrote (the store's `rendered` table), opened
+    # at the first export: the next `re-render --changed-only` then skips those threads
+    # instead of rendering them again.
     rendered: RenderState | None = None
     # Threads with losses or unknown shapes, in export order: (web uuid, url, with losses,
     # with unknown shapes). The run's summary names the first (sync/capture_hint.py).
@@ -152,16 +154,30 @@ class Exporter:
         rel = directory.relative_to(self.root).as_posix()
         # Derived records first, then the thread counts as done: a kill in between costs
         # one fetch again, never a thread that is ok and unsearchable for good (a failed
-        # index update is repaired at the end of the run, `repair_index`).
-        self._record_render(rel, directory, result)
-        if update_threads(self.root, [rel]).error:  # search index
+        # index update is repaired at the end of the run, `repair_index`). All come from
+        # the parse at hand: nothing just written is read back.
+        derived = after_write(
+            self.root,
+            rel,
+            conv,
+            result,
+            engine=self.engine,
+            lang=self.lang,
+            doc=result.thread_doc or {},
+            digests=result.digests,
+            stats=result.stats,
+            indexed="",
+            strict=False,
+        )
+        self._record_render(rel, derived.fingerprint)
+        if index_written(self.root, rel, derived.index_rows).error:  # search index
             # Repaired at the end of this run or the next (search.index.repair_missing).
             note_pending(self.root, rel)
-        # The thread's relation facts, from the parse at hand: `relations` then reads
-        # nothing of what a batch exported.
-        facts = FactsJournal(self.root)
-        facts.add(rel, facts_record(self.root, rel, conv, result.thread_doc or {}))
-        facts.close()
+        # `relations` then reads nothing of what a batch exported.
+        if derived.relation_facts is not None:
+            facts = FactsJournal(self.root)
+            facts.add(rel, derived.relation_facts)
+            facts.close()
         self.state.mark_ok(
             web_uuid,
             last_updated=conv.last_updated,
@@ -174,23 +190,16 @@ class Exporter:
         )
         return directory
 
-    def _record_render(self, rel: str, directory: Path, result: WriteResult) -> None:
-        """Record what the thread was rendered from, as `re-render` records it (the same
-        renderer writes the same bytes online and offline). Only a cache: a failure here
-        costs the next `--changed-only` one render of this thread, so it is not an error."""
+    def _record_render(self, rel: str, record: JSON | None) -> None:
+        """Record what the thread was rendered from (`after_write`'s fingerprint), as
+        `re-render` records it (the same renderer writes the same bytes online and
+        offline). Only a cache: a failure here costs the next `--changed-only` one render
+        of this thread, so it is not an error."""
+        if record is None:
+            return
         try:
             if self.rendered is None:
                 self.rendered = RenderState.load(self.root)
-            record = fingerprint(
-                directory,
-                self.engine.version,
-                self.lang,
-                result.digests,
-                stats=result.stats,
-                outputs=result.outputs_stamp,
-                absent=result.absent,
-                flavor=self.engine.flavor,
-            )
             self.rendered.record(rel, record)
             self.rendered.flush()  # one small commit: the cost is this thread's, not the archive's
         except (OSError, sqlite3.Error) as exc:

@@ -31,6 +31,7 @@ from typing import Any
 from pplx_export.archive.paths import iter_thread_rels
 from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES
 from pplx_export.archive.thread_json import THREAD_JSON
+from pplx_export.errors import ThreadUnreadable
 from pplx_export.models import JSON, Conversation
 from pplx_export.renderer_version import RENDERER_VERSION
 from pplx_export.store.db import transaction
@@ -63,10 +64,6 @@ CACHE_FORMAT = 3
 FACTS_STAMP = f"{RENDERER_VERSION}/{CACHE_FORMAT}"
 CONVERSATION_MD = "conversation.md"
 Stat = list[int] | None
-
-
-class ThreadUnreadable(Exception):
-    """One thread's files cannot be read or parsed; the message says which and why."""
 
 
 @dataclass
@@ -147,17 +144,6 @@ def _stat(path: str) -> Stat:
     return [st.st_size, st.st_mtime_ns]
 
 
-def _read(path: str, name: str) -> tuple[Any, Stat]:
-    try:
-        data, (size, mtime) = read_with_stat(path)
-    except OSError as exc:
-        raise ThreadUnreadable(f"{name} unreadable: {exc.strerror or exc}") from None
-    try:
-        return loads(data), [size, mtime]
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ThreadUnreadable(f"{name} is not valid JSON: {exc}") from None
-
-
 def _facts_of_conv(conv: Conversation, rel: str, uuid: str, title: str, slug: str) -> ThreadFacts:
     facts = ThreadFacts(uuid=uuid, rel=rel, title=title, space_slug=slug)
     if conv.turns:
@@ -188,43 +174,51 @@ ParseFn = Callable[..., Conversation]
 
 def read_facts(root: Path, rel: str, parse: ParseFn) -> tuple[ThreadFacts, list[Stat]]:
     """One thread's facts and the stats of the files they came from. Raises ThreadUnreadable."""
-    base = f"{root}{os.sep}{rel}{os.sep}"
-    doc, tj_stat = _read(base + THREAD_JSON, THREAD_JSON)
-    if not isinstance(doc, dict) or not as_str(doc.get("web_uuid")):
-        raise ThreadUnreadable("thread.json has no web_uuid")
+    from pplx_export.archived import parse_read, read_thread
+
+    try:
+        thread = read_thread(root, rel)
+    except ThreadUnreadable as exc:
+        if exc.missing and exc.file == RAW_ENTRIES and exc.doc is not None:
+            return _shell_facts(root, rel, exc.doc)
+        raise
+    thread.release()
+    doc = thread.doc
     uuid = as_str(doc["web_uuid"]).lower()
     title = as_str(doc.get("title"))
     slug = as_str(as_dict(doc.get("space")).get("slug"))
-    if _stat(base + RAW_ENTRIES) is None:
-        md_path = base + CONVERSATION_MD
-        try:
-            text, (size, mtime) = read_with_stat(md_path)
-            md_stat: Stat = [size, mtime]
-        except FileNotFoundError:
-            text, md_stat = b"", None
-        except OSError as exc:
-            raise ThreadUnreadable(f"{CONVERSATION_MD} unreadable: {exc}") from None
-        facts = ThreadFacts(uuid=uuid, rel=rel, title=title, space_slug=slug, degraded=True)
-        facts.mentions = sorted(bare_uuids(text.decode("utf-8", "replace")))
-        return facts, [tj_stat, None, None, md_stat]
-    plain, plain_stat = _read(base + RAW_ENTRIES, RAW_ENTRIES)
-    if not isinstance(plain, dict):
-        raise ThreadUnreadable(f"{RAW_ENTRIES} is not a JSON object")
-    blocks: Any = None
-    blocks_stat: Stat = None
-    if _stat(base + RAW_BLOCKS) is not None:
-        blocks, blocks_stat = _read(base + RAW_BLOCKS, RAW_BLOCKS)
-        if not isinstance(blocks, dict):
-            raise ThreadUnreadable(f"{RAW_BLOCKS} is not a JSON object")
-    from pplx_export.parse.thread import parse_archived
-
-    mode_folder = rel.split("/")[1] if rel.count("/") >= 2 else ""
     try:
-        conv = parse_archived(parse, plain, blocks, doc, mode_folder)
+        conv = parse_read(thread, parse)
+    except ThreadUnreadable:
+        raise
     except Exception as exc:  # a parser bug on one thread must not cost the graph
         log.debug("relations: parsing %s failed", rel, exc_info=True)
         raise ThreadUnreadable(f"cannot parse: {type(exc).__name__}: {exc}") from None
-    return _facts_of_conv(conv, rel, uuid, title, slug), [tj_stat, plain_stat, blocks_stat, None]
+    stats = [_as_stat(thread.stats.get(name)) for name in (THREAD_JSON, RAW_ENTRIES, RAW_BLOCKS)]
+    return _facts_of_conv(conv, rel, uuid, title, slug), [*stats, None]
+
+
+def _as_stat(stat: tuple[int, int] | None) -> Stat:
+    return None if stat is None else [stat[0], stat[1]]
+
+
+def _shell_facts(root: Path, rel: str, doc: dict[str, Any]) -> tuple[ThreadFacts, list[Stat]]:
+    """A thread without raw_entries.json: identity and space from thread.json, mentions
+    from conversation.md."""
+    base = f"{root}{os.sep}{rel}{os.sep}"
+    try:
+        text, (size, mtime) = read_with_stat(base + CONVERSATION_MD)
+        md_stat: Stat = [size, mtime]
+    except FileNotFoundError:
+        text, md_stat = b"", None
+    except OSError as exc:
+        raise ThreadUnreadable(f"{CONVERSATION_MD} unreadable: {exc}") from None
+    uuid = as_str(doc["web_uuid"]).lower()
+    title = as_str(doc.get("title"))
+    slug = as_str(as_dict(doc.get("space")).get("slug"))
+    facts = ThreadFacts(uuid=uuid, rel=rel, title=title, space_slug=slug, degraded=True)
+    facts.mentions = sorted(bare_uuids(text.decode("utf-8", "replace")))
+    return facts, [_stat(base + THREAD_JSON), None, None, md_stat]
 
 
 def facts_record(root: Path, rel: str, conv: Conversation, doc: JSON) -> JSON:

@@ -19,35 +19,31 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import multiprocessing
 import os
 import re
-import signal
-import sys
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pplx_export.archive.assets import FILES_DIR, MANIFEST, read_manifest
 from pplx_export.archive.lock import archive_lock, archive_read_lock
 from pplx_export.archive.paths import RESERVED_TOP, TRASH_PREFIX, iter_thread_rels, uuid8
-from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES
 from pplx_export.archive.report_body import load_report_body
 from pplx_export.archive.state import BatchState
 from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.archive.thread_json import THREAD_JSON
 from pplx_export.archive.writer import write_thread
+from pplx_export.archived import parse_read, read_thread
 from pplx_export.context import RunOptions
-from pplx_export.errors import ArchiveError, SchemaError, UsageError
+from pplx_export.errors import ArchiveError, SchemaError, ThreadUnreadable, UsageError
 from pplx_export.search import index as search_index
 from pplx_export.sync.assemble import default_engine, preload_engine, render_files
 from pplx_export.sync.capture_hint import capture_command, hint_lines, thread_url
-from pplx_export.util.atomic import TEMP_PREFIX, read_with_stat
-from pplx_export.util.jsontext import loads
+from pplx_export.util.atomic import TEMP_PREFIX
+from pplx_export.workers import auto_jobs, ordered_map
 
 log = logging.getLogger(__name__)
 
@@ -211,24 +207,15 @@ class VerifyReport:
 # ------------------------------------------------------------------ one thread
 
 
-def _json(check: ThreadCheck, base: str, name: str, kind: str) -> Any:
-    try:
-        data, _ = read_with_stat(base + name)
-    except FileNotFoundError:
-        check.add(kind, f"{name} missing")
-        return None
-    except OSError as exc:
-        check.add(kind, f"{name} unreadable: {exc}")
-        return None
-    try:
-        value = loads(data)
-    except (ValueError, RecursionError) as exc:
-        check.add(kind, f"{name} does not parse: {exc}")
-        return None
-    if not isinstance(value, dict):
-        check.add(kind, f"{name} is not a JSON object")
-        return None
-    return value
+def _check_doc(check: ThreadCheck, doc: dict[str, Any] | None, name: str) -> None:
+    """Which thread thread.json names (for the drift report), and whether it is this
+    directory's."""
+    web_uuid = doc.get("web_uuid") if doc is not None else None
+    if not isinstance(web_uuid, str) or not web_uuid:
+        return
+    if not name.endswith("_" + uuid8(web_uuid)):
+        check.add("thread_json", f"thread.json names thread {web_uuid}, not this directory's")
+    check.uuid, check.url = web_uuid, str(doc.get("url") or "") if doc else ""
 
 
 def _check_manifest(check: ThreadCheck, directory: Path) -> None:
@@ -316,47 +303,26 @@ def check_thread(root: Path, rel: str, lang: str, flavor: str = "github") -> Thr
 
 def _check_thread(check: ThreadCheck, root: Path, rel: str, lang: str, flavor: str) -> None:
     directory = root / rel
-    base = f"{directory}{os.sep}"
-    account_folder, mode_folder, name = rel.split("/", 2)
+    account_folder, _mode_folder, name = rel.split("/", 2)
     _check_debris(check, directory)
     _check_not_ours(check, directory)
     _check_manifest(check, directory)
-    doc = _json(check, base, THREAD_JSON, "thread_json")
-    web_uuid = doc.get("web_uuid") if doc is not None else None
-    if doc is not None and not (isinstance(web_uuid, str) and web_uuid):
-        check.add("thread_json", "thread.json has no web_uuid")
-        doc = None
-    elif isinstance(web_uuid, str) and not name.endswith("_" + uuid8(web_uuid)):
-        check.add("thread_json", f"thread.json names thread {web_uuid}, not this directory's")
-    if isinstance(web_uuid, str):
-        check.uuid, check.url = web_uuid, str(doc.get("url") or "") if doc else ""
-    plain = _json(check, base, RAW_ENTRIES, "raw")
-    blocks = None
-    if os.path.exists(base + RAW_BLOCKS):
-        blocks = _json(check, base, RAW_BLOCKS, "raw")
-        if blocks is None:
-            return
-    if doc is None or plain is None or not isinstance(web_uuid, str):
-        return
-    from pplx_export.parse.losses import loss_line
-    from pplx_export.parse.thread import parse_archived
-
     engine = default_engine(flavor)
-    from pplx_export.archive.official import with_official
-
     try:
-        merged = with_official(base, plain)
-    except ArchiveError as exc:
-        check.add("raw", str(exc))
+        thread = read_thread(root, rel)
+    except ThreadUnreadable as exc:
+        _check_doc(check, exc.doc, name)
+        check.add("thread_json" if exc.file == THREAD_JSON else "raw", str(exc))
         return
-    conv = parse_archived(engine.parse, merged, blocks, doc, mode_folder)
+    thread.release()
+    _check_doc(check, thread.doc, name)
+    from pplx_export.parse.losses import loss_line
+
+    conv = parse_read(thread, engine.parse)
     check.drift = dict(conv.drift.counts)
     for n, loss in conv.losses:
         # Not fixable here: the raw files hold it, this version cannot read it (§9.1).
         check.add("loss", f"turn {n}: {loss_line(loss)}")
-    conv.raw_plain = plain  # the file's, not the merge with the export's turns
-    if conv.raw_blocks is None and blocks is not None:
-        conv.raw_blocks = blocks
     rendered = render_files(engine, conv, lang, load_report_body(directory, conv), directory)
     result = write_thread(
         root,
@@ -442,43 +408,19 @@ def _index_problems(root: Path, rels: list[str]) -> list[Problem]:
     ]
 
 
-def _ignore_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    preload_engine()
-
-
-def _check_chunk(root: Path, rels: list[str], lang: str, flavor: str) -> list[ThreadCheck]:
-    return [check_thread(root, rel, lang, flavor) for rel in rels]
+def _check(root: Path, rel: str, lang: str, flavor: str) -> ThreadCheck:
+    return check_thread(root, rel, lang, flavor)
 
 
 def _checks(
     root: Path, rels: list[str], lang: str, flavor: str, jobs: int
 ) -> Iterator[ThreadCheck]:
     if jobs == 0:
-        try:
-            cpus = len(os.sched_getaffinity(0))
-        except AttributeError:  # macOS, Windows
-            cpus = os.cpu_count() or 1
-        jobs = max(1, min(cpus, MAX_JOBS, len(rels) // MIN_SHARE))
-    if jobs <= 1:
-        for rel in rels:
-            yield check_thread(root, rel, lang, flavor)
-        return
-    preload_engine()
-    context = (
-        multiprocessing.get_context("fork")
-        if sys.platform.startswith("linux")
-        else multiprocessing.get_context()
-    )
-    size = max(4, min(64, len(rels) // (jobs * 4)))
-    chunks = [rels[i : i + size] for i in range(0, len(rels), size)]
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_ignore_sigint)
-    try:
-        futures = deque(pool.submit(_check_chunk, root, c, lang, flavor) for c in chunks)
-        while futures:
-            yield from futures.popleft().result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        jobs = auto_jobs(len(rels), most=MAX_JOBS, share=MIN_SHARE)
+    if min(jobs, len(rels)) > 1:
+        preload_engine()  # before the fork, so no worker imports them again
+    check = partial(_check, root, lang=lang, flavor=flavor)
+    yield from ordered_map(check, rels, len(rels), jobs=jobs, init=preload_engine)
 
 
 def verify(
