@@ -148,7 +148,7 @@ def floor(kind: str, root: Path) -> int:
 
 def child(kind: str, root: Path, jobs: int) -> None:
     if not kind.startswith("floor"):
-        from pplx_export.sync.rerender import rerender  # import time is not re-render time
+        from pplx_export.commands.rerender.run import rerender  # import time is not re-render time
     before = _usage()
     started = time.perf_counter()
     if kind.startswith("floor"):
@@ -353,7 +353,7 @@ def report_flat(name: str, by_n: dict[int, dict[str, dict[str, float]]]) -> None
 
 def _auto_jobs(n: int) -> int:
     try:
-        from pplx_export.sync.rerender_pool import auto_jobs
+        from pplx_export.commands.rerender.pool import auto_jobs
 
         return auto_jobs(n)
     except ImportError:

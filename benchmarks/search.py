@@ -139,8 +139,8 @@ def child(kind: str, root: Path) -> float:
 
 
 def in_child(kind: str, root: Path) -> None:
+    from pplx_export.commands.rerender import run as rerender_mod
     from pplx_export.search import index
-    from pplx_export.sync import rerender as rerender_mod
 
     if kind.startswith("rerender-noindex"):
 
@@ -165,7 +165,7 @@ def in_child(kind: str, root: Path) -> None:
         stats = index.rebuild(root)
         assert not stats.failed, stats.failed[:3]
     elif kind == "verify":
-        from pplx_export.sync.verify import verify
+        from pplx_export.commands.inspect.verify import verify
 
         report = verify(root)
         # The replicated corpus has no batch state (one "state" line); nothing else is wrong.

@@ -49,7 +49,7 @@ TARGET = 1.5
 
 def build(root: Path, n: int) -> int:
     sys.path.insert(0, str(REPO))
-    from pplx_export.sync.demo import run_demo
+    from pplx_export.commands.setup.demo import run_demo
 
     demo = root.parent / "demo"
     run_demo(demo, quiet=True)
@@ -112,15 +112,15 @@ def child(kind: str, root: Path) -> None:
     # Imported before the clock starts: import time is not run time.
     import pplx_export.parse  # noqa: F401
     from pplx_export.archive.paths import iter_thread_rels
+    from pplx_export.commands.relations.run import run_relations
+    from pplx_export.commands.spaces.pages import run_spaces
     from pplx_export.config import Account, Config
     from pplx_export.context import RunOptions
-    from pplx_export.sync.relations import run_relations
-    from pplx_export.sync.spaces import run_spaces
     from pplx_export.util.jsontext import loads
 
     opts = RunOptions(Config(path=root / "none.toml"), Account("alice"), root, "en")
+    from pplx_export.pipeline.relation_facts import CACHE_NAME, clear_journal, journal_lines
     from pplx_export.store.docs import connect, delete_doc
-    from pplx_export.sync.relation_facts import CACHE_NAME, clear_journal, journal_lines
 
     journal_copy = root.parent / "relations_cache.jsonl.after-render"
 
@@ -140,8 +140,8 @@ def child(kind: str, root: Path) -> None:
     if kind == "relations-cold":
         no_cache()
     if kind == "render":
-        from pplx_export.archive.render_state import save_state
-        from pplx_export.sync.rerender import rerender
+        from pplx_export.commands.rerender.run import rerender
+        from pplx_export.store.render_state import save_state
 
         # What `batch` leaves: rendered threads, their facts in the journal, no snapshot.
         no_cache()

@@ -46,7 +46,7 @@ sys.path.insert(0, str(HERE))
 
 from rerender import generate  # noqa: E402  (benchmarks/ is not a package)
 
-from pplx_export.perplexity.constants import (  # noqa: E402
+from pplx_export.site.constants import (  # noqa: E402
     BLOCKS_PACE_SCALE,
     LIBRARY_PAGE_SIZE,
 )

@@ -72,7 +72,7 @@ class NetworkSettings:
     backoff_cap: float = 300.0
     timeout: float = 120.0
     # Which library listing is tried first: "auto" (the one that worked last time, else
-    # REST), "rest" or "graphql"; the other is always the second (perplexity/library.py).
+    # REST), "rest" or "graphql"; the other is always the second (site/library.py).
     listing: str = "auto"
 
 
@@ -87,8 +87,9 @@ class Config:
     auto_commit: bool = False
     auto_push: bool = False
     user_agent: str = ""
-    # `sync`: a shell command run when it fails (sync/notify.py), a healthchecks-style URL,
-    # and how many days may pass between full index sweeps before sync does one (0: never).
+    # `sync`: a shell command run when it fails (commands/upkeep/notify.py), a
+    # healthchecks-style URL, and how many days may pass between full index sweeps before
+    # sync does one (0: never).
     on_failure: str = ""
     healthcheck_url: str = ""
     full_index_days: float = 7.0

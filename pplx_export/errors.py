@@ -79,7 +79,7 @@ class CommitFailed(ArchiveError):
 
 
 class ThreadUnreadable(ArchiveError):
-    """An archived thread's files cannot be read or parsed (`pplx_export/archived.py`); the
+    """An archived thread's files cannot be read or parsed (`pplx_export/archive/loader.py`); the
     message says which file and why. `file`: the file at fault ("" when the files read but
     the parse failed); `missing`: that file does not exist; `doc`: thread.json, when it was
     read before the failure (a reader may still say which thread this is)."""

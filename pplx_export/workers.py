@@ -50,7 +50,7 @@ IN_FLIGHT = 2
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 # How often the fallback watchdog looks for its parent (seconds).
 WATCHDOG_INTERVAL = 0.5
-# The archive's lock file (`archive/lock.py` LOCK_NAME under index/). Named here because
+# The archive's lock file (`store/lock.py` LOCK_NAME under index/). Named here because
 # the pool sits below archive/ in the layers; tests/test_workers.py checks the two agree.
 LOCK_SUFFIX = os.sep + os.path.join("index", ".lock")
 

@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pplx_export.archive.render_state import STATE_NAME
 from pplx_export.errors import SchemaError
 from pplx_export.models import Citation, Conversation, Report, ReportInfo, Space, Turn
-from pplx_export.sync.assemble import Engine
+from pplx_export.pipeline.assemble import Engine
+from pplx_export.store.render_state import STATE_NAME
 
 
 def fake_parse(

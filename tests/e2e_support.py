@@ -22,10 +22,10 @@ import httpx
 from click.testing import CliRunner, Result
 
 from pplx_export.archive.raw import redact_tokens
-from pplx_export.archive.state import BatchState
 from pplx_export.cli.export import main
 from pplx_export.emulator import DEFAULT_EMAIL, RunningEmulator, run_emulator
-from pplx_export.perplexity.thread import merge_pages
+from pplx_export.site.thread import merge_pages
+from pplx_export.store.batch_state import BatchState
 from tests.emulator_support import fetch_pages
 
 REPO = Path(__file__).resolve().parent.parent

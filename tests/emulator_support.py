@@ -10,7 +10,7 @@ from urllib.parse import quote
 import httpx
 
 from pplx_export.emulator import RunningEmulator
-from pplx_export.perplexity import constants as C
+from pplx_export.site import constants as C
 from tools.sample_shapes import uid
 
 STD = "version=2.18&source=default"

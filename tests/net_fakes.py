@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import respx
 
-from pplx_export.net.client import ApiClient, ClientSettings
-from pplx_export.net.pacing import NetRuntime
+from pplx_export.site.client import ApiClient, ClientSettings
+from pplx_export.site.pacing import NetRuntime
 
 BASE = "https://www.perplexity.ai"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pplx_export.archive.lock import archive_lock
 from pplx_export.cli.export import main
 from pplx_export.errors import ArchiveError
+from pplx_export.store.lock import archive_lock
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="flock is POSIX")
 
@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 HOLD = """
 import sys, time
 from pathlib import Path
-from pplx_export.archive.lock import archive_lock
+from pplx_export.store.lock import archive_lock
 with archive_lock(Path(sys.argv[1])):
     print("locked", flush=True)
     time.sleep(60)

@@ -12,7 +12,7 @@ from pplx_export.archive.migrate import merge_thread_dir, sweep_trash
 from pplx_export.archive.paths import TRASH_PREFIX, find_thread_dirs
 from pplx_export.archive.writer import write_thread
 from pplx_export.errors import ArchiveError
-from pplx_export.sync.assemble import render_files
+from pplx_export.pipeline.assemble import render_files
 from tests.archive_fakes import FAKE_ENGINE, make_thread
 
 UUID = "5eed0001-0000-4000-8000-00000000a001"

@@ -19,9 +19,9 @@ import pytest
 from pplx_export.archive import scan
 from pplx_export.archive.paths import TRASH_PREFIX, find_thread_dirs
 from pplx_export.archive.scan import ThreadDirs
-from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.archive.sweep import sweep_archive
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
+from pplx_export.store.state_check import check_state_vs_dirs
 from tests.e2e_support import E2E, FIXTURES, thread_dirs
 
 SEARCH = sorted((FIXTURES / "maya").glob("*/*"))

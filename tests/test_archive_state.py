@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from pplx_export.archive.state import BatchState, legacy_path, rebuild_from_disk, state_path
-from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.errors import ArchiveError
+from pplx_export.store.batch_state import BatchState, legacy_path, rebuild_from_disk, state_path
+from pplx_export.store.state_check import check_state_vs_dirs
 
 NOW = datetime(2042, 2, 3, 4, 5, 6, tzinfo=UTC)
 STAMP = "2042-02-03T04:05:06Z"

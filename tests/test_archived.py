@@ -1,4 +1,4 @@
-"""The one archived-thread loader (pplx_export/archived.py): what it reads, the one error it
+"""The one archived-thread loader (pplx_export/archive/loader.py): what it reads, the one error it
 raises, and the same words for the same broken thread in every offline reader."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export import archived
+from pplx_export.archive import loader as archived
 from pplx_export.archive import official, raw, thread_json
+from pplx_export.commands.inspect.verify import check_thread
+from pplx_export.commands.rerender.thread import rerender_thread
 from pplx_export.errors import ArchiveError, ThreadUnreadable
+from pplx_export.pipeline.relation_facts import read_facts
 from pplx_export.search import index as search_index
-from pplx_export.sync.relation_facts import read_facts
-from pplx_export.sync.rerender_thread import rerender_thread
-from pplx_export.sync.verify import check_thread
 from tests.archive_fakes import FAKE_ENGINE, make_thread
 
 UUID = "ab000001-0000-4000-8000-000000000000"

@@ -4,7 +4,7 @@ browser does, and a lost stream that never loses the thread.
 tests/fixtures/ask_streams/*.sse are streams of the project's own making: the emulator's
 answer to one search ask, recorded once with and once without `diff_blocks` in
 `supported_block_use_cases` (diff blocks; chunk deltas). The expected answer after every event
-is computed here independently of perplexity/stream.py, from the patches or deltas themselves.
+is computed here independently of site/stream.py, from the patches or deltas themselves.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from typing import Any
 import httpx
 import pytest
 
+from pplx_export.commands.ask.run import prompt_from_editor
+from pplx_export.commands.ask.view import RichView
 from pplx_export.emulator import run_emulator
-from pplx_export.net.sse import iter_events
 from pplx_export.parse.answer_forms import extract_answer
 from pplx_export.parse.steps import decode_steps
-from pplx_export.perplexity import constants as C
-from pplx_export.perplexity.ask import AskState, build_ask_body, turn_answer
-from pplx_export.perplexity.stream import StreamAssembler, place_chunks
-from pplx_export.sync.ask import prompt_from_editor
-from pplx_export.sync.ask_view import RichView
+from pplx_export.site import constants as C
+from pplx_export.site.ask import AskState, build_ask_body, turn_answer
+from pplx_export.site.sse import iter_events
+from pplx_export.site.stream import StreamAssembler, place_chunks
 from tests.test_ask_cli import ASK_ENDPOINT, THREAD_ENDPOINT, Rig, faulted
 
 STREAMS = Path(__file__).parent / "fixtures" / "ask_streams"

@@ -440,7 +440,7 @@ def test_ctrl_c_stops_watching_with_exit_130(rig: Rig) -> None:
 
 
 def test_a_failed_archive_fails_the_run_and_says_how_to_retry(rig: Rig) -> None:
-    from pplx_export.archive.lock import archive_lock
+    from pplx_export.store.lock import archive_lock
 
     rig.out.mkdir(parents=True)
     with archive_lock(rig.out):  # another run (a cron sync) holds the archive

@@ -1,5 +1,5 @@
 """Watching the ask stream: heartbeats through silences, the silence timeout, endings, Ctrl-C;
-the stream-reading helpers of perplexity/ask.py; the live view (rich at a fixed width, plain
+the stream-reading helpers of site/ask.py; the live view (rich at a fixed width, plain
 lines when not a terminal)."""
 
 from __future__ import annotations
@@ -14,19 +14,19 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from pplx_export.commands.ask.run import AskRequest, check_models, plan_ask, run_ask
+from pplx_export.commands.ask.stream import Item, ThreadFeed, watch
+from pplx_export.commands.ask.view import PlainView, RichView, SilentView, duration, make_view
 from pplx_export.config import Account, Config
 from pplx_export.context import RunOptions
 from pplx_export.errors import Interrupted, TransportError, UsageError
-from pplx_export.perplexity.ask import (
+from pplx_export.site.ask import (
     AskState,
     answer_so_far,
     follow_up_from,
     thread_mode,
     turn_status,
 )
-from pplx_export.sync.ask import AskRequest, check_models, plan_ask, run_ask
-from pplx_export.sync.ask_stream import Item, ThreadFeed, watch
-from pplx_export.sync.ask_view import PlainView, RichView, SilentView, duration, make_view
 
 IDS = {"backend_uuid": "b-1", "uuid": "e-1", "context_uuid": "c-1", "thread_url_slug": "t-1"}
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 
 from pplx_export.cli.export import main
 from pplx_export.emulator import DEFAULT_EMAIL, RunningEmulator, run_emulator
-from pplx_export.sync.autocommit import commit_archive, describe, init_repo
+from pplx_export.pipeline.autocommit import commit_archive, describe, init_repo
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",

@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from pplx_export.cli.export import main
-from pplx_export.net.browsers import BrowserSpec, find_profile_cookies, parse_browser_spec
-from pplx_export.net.cookies import SESSION_COOKIE, browser_cookie3_loader
-from pplx_export.sync.plan import make_plan
+from pplx_export.commands.export.plan import make_plan
+from pplx_export.site.browsers import BrowserSpec, find_profile_cookies, parse_browser_spec
+from pplx_export.site.cookies import SESSION_COOKIE, browser_cookie3_loader
 
 
 @pytest.mark.parametrize(
@@ -141,7 +141,7 @@ def test_rerender_dry_run_verbose_names_the_files(tmp_path: Path) -> None:
 
 
 def test_batch_summary_fits_80_columns() -> None:
-    from pplx_export.sync.batch import BatchSummary
+    from pplx_export.commands.export.batch import BatchSummary
 
     big = BatchSummary(1234, 56, 78, 90, 12, 3456, 78, 98765, 12345.6)
     lines = big.line().splitlines()
@@ -158,8 +158,8 @@ def test_status_fits_80_columns(tmp_path: Path) -> None:
 
     from rich.console import Console
 
+    from pplx_export.commands.inspect.status import collect_status, print_status
     from pplx_export.config import Config
-    from pplx_export.sync.status import collect_status, print_status
 
     root = tmp_path / "archive"
     shutil.copytree(Path(__file__).resolve().parent / "fixtures" / "archive", root)

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from pplx_export.cli.export import main
 from pplx_export.logs import setup_logging
-from pplx_export.sync.progress import PlainReporter, progress_reporter
+from pplx_export.progress import PlainReporter, progress_reporter
 
 REPO = Path(__file__).resolve().parent.parent
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -143,7 +143,7 @@ def test_an_os_error_is_one_line_and_v_shows_the_traceback(
     def broken(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied", str(tmp_path / "index" / "x.json"))
 
-    monkeypatch.setattr("pplx_export.sync.status.collect_status", broken)
+    monkeypatch.setattr("pplx_export.commands.inspect.status.collect_status", broken)
     result = CliRunner().invoke(main, ["status", "--out", str(tmp_path)])
     assert result.exit_code == 1
     assert f"error: Permission denied: {tmp_path / 'index' / 'x.json'}" in result.stderr
@@ -173,8 +173,8 @@ def test_help_imports_no_heavy_module() -> None:
         "    main(['status', '--help'])\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = ('httpx', 'rich', 'tomlkit', 'browser_cookie3', 'pplx_export.sync', "
-        "'pplx_export.models', 'pplx_export.net.client')\n"
+        "heavy = ('httpx', 'rich', 'tomlkit', 'browser_cookie3', 'pplx_export.commands', "
+        "'pplx_export.pipeline', 'pplx_export.models', 'pplx_export.site.client')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m in heavy))\n"
     )
     done = subprocess.run(
@@ -186,7 +186,7 @@ def test_help_imports_no_heavy_module() -> None:
 def test_parse_notes_are_logged_once_and_workflow_notes_at_debug(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from pplx_export.sync.export import _log_parse_notes
+    from pplx_export.commands.export.thread import _log_parse_notes
 
     note = "non-completed workflow entry:2d3497e9: WORKFLOW_CANCELED (canceled)"
     with caplog.at_level(logging.DEBUG, logger="pplx_export"):

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from pplx_export.archive import state as state_module
-from pplx_export.archive.state import BatchState
-from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
+from pplx_export.store import batch_state as state_module
+from pplx_export.store.batch_state import BatchState
+from pplx_export.store.state_check import check_state_vs_dirs
 from tests.e2e_support import (
     E2E,
     FIXTURES,

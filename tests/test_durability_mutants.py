@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from pplx_export.archive.migrate import merge_thread_dir
-from pplx_export.archive.state import BatchState
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
+from pplx_export.store.batch_state import BatchState
 from tests.e2e_support import E2E, FIXTURES, thread_dirs
 
 pytestmark = pytest.mark.skipif(

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.archive.sweep import sweep_temp_files, sweep_unfinished_dirs
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
+from pplx_export.store.state_check import check_state_vs_dirs
 from tests.e2e_support import (
     CLI,
     E2E,

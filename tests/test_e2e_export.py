@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.archive.state_check import check_state_vs_dirs
+from pplx_export.commands.relations.run import run_relations
+from pplx_export.commands.setup.demo import run_demo
 from pplx_export.config import Account, Config
 from pplx_export.context import RunOptions
 from pplx_export.models import MODES
 from pplx_export.store.docs import delete_doc
-from pplx_export.sync.demo import run_demo
-from pplx_export.sync.relations import run_relations
+from pplx_export.store.state_check import check_state_vs_dirs
 from tests.e2e_support import (
     E2E,
     FIDELITY,

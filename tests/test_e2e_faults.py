@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from pplx_export.archive.library_index import load_index
-from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 from pplx_export.emulator.http import Request, Response, json_response
 from pplx_export.emulator.routes import threads
+from pplx_export.store.library_index import load_index
+from pplx_export.store.state_check import check_state_vs_dirs
 from tests.e2e_support import (
     E2E,
     FIXTURES,
@@ -268,7 +268,7 @@ def test_an_unexpected_error_in_one_thread_is_recorded_and_the_batch_goes_on(
     indexed: E2E, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A parser bug on one odd payload must cost that thread only, not the whole run.
-    from pplx_export.sync import export as export_mod
+    from pplx_export.commands.export import thread as export_mod
 
     victim = "1a8f1da8-8aa6-52aa-8eeb-ae2a4072541d"
     original = export_mod.needs_blocks  # type: ignore[attr-defined]  # patched where it is used

@@ -44,7 +44,7 @@ def test_a_failed_index_update_is_repaired_before_the_run_ends(
     def failing(root: Path, rel: str, rows: Any) -> IndexStats:
         return IndexStats(error="database or disk is full")
 
-    monkeypatch.setattr("pplx_export.sync.export.index_written", failing)
+    monkeypatch.setattr("pplx_export.commands.export.thread.index_written", failing)
     for uuid in sorted(fixture_threads())[:3]:
         env.emu.mutate(touch=uuid)  # a later date: each thread moves to a new directory
     result = env.cli("sync")

@@ -17,11 +17,11 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from pplx_export.archive.library_index import load_index
-from pplx_export.archive.state import BatchState, legacy_path
 from pplx_export.cli.export import main
 from pplx_export.emulator import DEFAULT_EMAIL, SESSION_COOKIE, RunningEmulator, run_emulator
 from pplx_export.emulator.library import SpaceRecord
+from pplx_export.store.batch_state import BatchState, legacy_path
+from pplx_export.store.library_index import load_index
 from tests.e2e_support import (
     E2E,
     GRAPHQL_ENDPOINT,
@@ -209,7 +209,7 @@ def test_init_finds_a_bot_space_on_the_second_page_of_spaces(tmp_path: Path) -> 
 
 
 def test_moving_into_a_space_falls_back_to_batch_move_threads(emu_rest: RunningEmulator) -> None:
-    from pplx_export.perplexity import constants as C
+    from pplx_export.site import constants as C
     from tests.net_fakes import make_client, router
 
     r = router()
@@ -219,7 +219,7 @@ def test_moving_into_a_space_falls_back_to_batch_move_threads(emu_rest: RunningE
     moved = r.post(C.BATCH_MOVE_THREADS_PATH).mock(
         return_value=httpx.Response(200, json={"status": "success"})
     )
-    from pplx_export.perplexity.spaces import move_to_space
+    from pplx_export.site.spaces import move_to_space
 
     assert move_to_space(make_client(r), "ctx-1", "space-1") == C.BATCH_MOVE_THREADS_PATH
     assert json.loads(moved.calls[0].request.content) == {

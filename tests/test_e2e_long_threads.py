@@ -20,7 +20,7 @@ import pytest
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 from pplx_export.emulator.http import Request, Response, json_response
 from pplx_export.emulator.routes import threads
-from pplx_export.perplexity import constants as C
+from pplx_export.site import constants as C
 from tests.e2e_support import E2E, FIXTURES, thread_dirs
 
 SOURCE = "tomas/computer/2031-06-02_Audit-the-nginx-config-on-my-home-server_cb11e506"

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from pplx_export.archive.state_check import check_state_vs_dirs
 from pplx_export.cli.export import main
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
+from pplx_export.store.state_check import check_state_vs_dirs
 from tests.e2e_support import (
     E2E,
     FIXTURES,
@@ -141,7 +141,7 @@ def test_sigterm_saves_state_and_exits_143(tmp_path: Path) -> None:
 
 def test_index_counts_rows_while_it_lists(e2e: E2E, monkeypatch: pytest.MonkeyPatch) -> None:
     """Not silent for the minutes a big listing takes: periodic lines when not a terminal."""
-    monkeypatch.setattr("pplx_export.sync.progress.PLAIN_EVERY", 4)
+    monkeypatch.setattr("pplx_export.progress.PLAIN_EVERY", 4)
     result = e2e.cli("index", "--full")
     assert result.exit_code == 0, result.output
     lines = [line for line in result.stderr.splitlines() if line.startswith("INFO index: ")]

@@ -20,10 +20,10 @@ import pytest
 
 from pplx_export.emulator import DEFAULT_EMAIL, SAMPLE_DIR, Library, RunningEmulator, run_emulator
 from pplx_export.emulator.blocks import USE_CASES, use_case_of
-from pplx_export.net.client import ApiClient, ClientSettings
-from pplx_export.perplexity import constants as C
-from pplx_export.perplexity.api import PerplexityAPI
-from pplx_export.perplexity.thread import merge_pages
+from pplx_export.site import constants as C
+from pplx_export.site.api import PerplexityAPI
+from pplx_export.site.client import ApiClient, ClientSettings
+from pplx_export.site.thread import merge_pages
 from tests.e2e_support import E2E, redacted, served_raw, thread_dirs, thread_uuid
 from tests.emulator_support import (
     LIVE_SHAPE_KEYS,

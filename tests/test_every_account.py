@@ -18,14 +18,14 @@ import pytest
 import tomlkit
 from click.testing import CliRunner, Result
 
-from pplx_export.archive.library_index import load_index
-from pplx_export.archive.state import BatchState
-from pplx_export.archive.sync_runs import RUNS_KEY, load_runs
 from pplx_export.cli.export import main
+from pplx_export.commands.inspect.status import collect_status
 from pplx_export.config import load_config
 from pplx_export.emulator import DEFAULT_EMAIL, RunningEmulator, run_emulator
+from pplx_export.store.batch_state import BatchState
 from pplx_export.store.docs import load_bytes, save_bytes
-from pplx_export.sync.status import collect_status
+from pplx_export.store.library_index import load_index
+from pplx_export.store.sync_runs import RUNS_KEY, load_runs
 from pplx_export.util.timefmt import format_utc
 
 BOB_TOKEN = "emulator-session-token-bob"

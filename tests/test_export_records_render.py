@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.archive.render_state import load_state
+from pplx_export.store.render_state import load_state
 from tests.e2e_support import E2E, rerender_json, signed_in, thread_dirs, thread_uuid
 
 

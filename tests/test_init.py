@@ -14,9 +14,9 @@ import tomlkit
 from click.testing import CliRunner, Result
 
 from pplx_export.cli.export import main
+from pplx_export.commands.setup.init import account_name, assign_names
 from pplx_export.emulator import RunningEmulator, run_emulator
-from pplx_export.net.cookies import ACCOUNT_PREFIX, SESSION_COOKIE, RawCookie, cache_path
-from pplx_export.sync.init import account_name, assign_names
+from pplx_export.site.cookies import ACCOUNT_PREFIX, SESSION_COOKIE, RawCookie, cache_path
 
 BOB_TOKEN = "emulator-session-token-bob"
 BOB = ("Bob.Builder@example.com", "Bob Builder")
@@ -25,7 +25,7 @@ BOB = ("Bob.Builder@example.com", "Bob Builder")
 @pytest.fixture(autouse=True)
 def no_real_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
     # A fresh config paces at 3 s a request; the emulator needs none (no wall clock in tests).
-    monkeypatch.setattr("pplx_export.net.pacing.SystemClock.sleep", lambda self, s: None)
+    monkeypatch.setattr("pplx_export.site.pacing.SystemClock.sleep", lambda self, s: None)
 
 
 @pytest.fixture
@@ -150,7 +150,7 @@ def _fake_browser(jar: dict[str, str], *, only: str = "chrome"):  # type: ignore
 def test_init_from_a_browser_jar(
     emu: RunningEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pplx_export.net.cookies.browser_cookie3_loader", _fake_browser(_jar(emu)))
+    monkeypatch.setattr("pplx_export.site.cookies.browser_cookie3_loader", _fake_browser(_jar(emu)))
     config = tmp_path / "config.toml"
     out = tmp_path / "arch"
     # Auto-detect: edge fails (no store), chrome answers.
@@ -184,7 +184,7 @@ def test_unreadable_browser_store_or_locked_keyring(
     def broken(browser: str) -> tuple[list[RawCookie], str]:
         raise error
 
-    monkeypatch.setattr("pplx_export.net.cookies.browser_cookie3_loader", broken)
+    monkeypatch.setattr("pplx_export.site.cookies.browser_cookie3_loader", broken)
     config = tmp_path / "config.toml"
     result = _cli(emu, "init", "--config", str(config), "--cookies-from", "chrome")
     assert result.exit_code == 3
@@ -267,7 +267,7 @@ def test_no_browser_has_cookies_says_what_was_tried(
     def nothing(browser: str) -> tuple[list[RawCookie], str]:
         raise OSError(f"no {browser} profile")
 
-    monkeypatch.setattr("pplx_export.net.cookies.browser_cookie3_loader", nothing)
+    monkeypatch.setattr("pplx_export.site.cookies.browser_cookie3_loader", nothing)
     config = tmp_path / "config.toml"
     result = _cli(emu, "init", "--config", str(config), "--out", str(tmp_path / "a"))
     assert result.exit_code == 3

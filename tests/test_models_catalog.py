@@ -13,14 +13,14 @@ import tomlkit
 from click.testing import CliRunner, Result
 
 from pplx_export.cli.ask import main
-from pplx_export.config import load_config
-from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
-from pplx_export.sync.models import (
+from pplx_export.commands.ask.catalog import (
     FALLBACK_DEFAULTS,
     cache_path,
     staleness_warning,
     summarize,
 )
+from pplx_export.config import load_config
+from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 
 
 def _cli(*args: str) -> Result:

@@ -12,12 +12,12 @@ import httpx
 import pytest
 
 from pplx_export.errors import NotFound, PermissionDenied, SchemaError, TransportError, UsageError
-from pplx_export.net.pacing import NetRuntime
-from pplx_export.perplexity import constants as C
-from pplx_export.perplexity.api import PerplexityAPI
-from pplx_export.perplexity.ask import AskState, FollowUp, build_ask_body
-from pplx_export.perplexity.assets import extract_candidates
-from pplx_export.perplexity.thread import IncompleteThread
+from pplx_export.site import constants as C
+from pplx_export.site.api import PerplexityAPI
+from pplx_export.site.ask import AskState, FollowUp, build_ask_body
+from pplx_export.site.assets import extract_candidates
+from pplx_export.site.pacing import NetRuntime
+from pplx_export.site.thread import IncompleteThread
 from tests.net_fakes import FakeClock, MidRandom, make_client, router
 
 UUID = "7c1e3a52-0000-4000-8000-0000000000aa"

@@ -18,7 +18,7 @@ from pplx_export.errors import (
     ServerError,
     TransportError,
 )
-from pplx_export.net.classify import PersistedQueryNotFound, classify, error_code
+from pplx_export.site.classify import PersistedQueryNotFound, classify, error_code
 from tests.net_fakes import make_client, router
 
 EP = "GET /rest/thread/x"

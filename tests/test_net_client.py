@@ -19,8 +19,8 @@ from pplx_export.errors import (
     ServerError,
     TransportError,
 )
-from pplx_export.net.client import ClientSettings, build_query, endpoint_key, safe_url
-from pplx_export.net.pacing import NetRuntime, parse_ratelimit_reset, parse_retry_after
+from pplx_export.site.client import ClientSettings, build_query, endpoint_key, safe_url
+from pplx_export.site.pacing import NetRuntime, parse_ratelimit_reset, parse_retry_after
 from tests.net_fakes import FakeClock, FixedRandom, MidRandom, make_client, make_runtime, router
 
 PATH = "/rest/thread/abc"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from pplx_export.errors import AuthError, ConfigError
-from pplx_export.net import cookies as ck
-from pplx_export.net.cookies import (
+from pplx_export.site import cookies as ck
+from pplx_export.site.cookies import (
     ACCOUNT_PREFIX,
     CACHE_MAX_AGE_S,
     SESSION_COOKIE,

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from pplx_export.perplexity import constants as C
-from pplx_export.perplexity.library import (
+from pplx_export.site import constants as C
+from pplx_export.site.library import (
     GRAPHQL_FIRST,
     ListingRun,
     iter_library,

@@ -11,10 +11,10 @@ import pytest
 
 from pplx_export.errors import ApiError, PplxError
 from pplx_export.logs import LOGGER_NAME, setup_logging
-from pplx_export.net.cookies import ACCOUNT_PREFIX, SESSION_COOKIE
-from pplx_export.perplexity import constants as C
-from pplx_export.perplexity.api import PerplexityAPI
-from pplx_export.perplexity.ask import build_ask_body
+from pplx_export.site import constants as C
+from pplx_export.site.api import PerplexityAPI
+from pplx_export.site.ask import build_ask_body
+from pplx_export.site.cookies import ACCOUNT_PREFIX, SESSION_COOKIE
 from tests.net_fakes import make_client, router
 
 SECRETS = ("SESSIONSECRET", "ACCOUNTSECRET", "CFSECRET", "SIGSECRET", "QUERYSECRET", "RWSECRET")

@@ -13,7 +13,8 @@ import pytest
 from pplx_export.config import Account, Config, NetworkSettings
 from pplx_export.context import RunOptions
 from pplx_export.errors import AuthError, ServerError
-from pplx_export.net.cookies import (
+from pplx_export.site import constants as C
+from pplx_export.site.cookies import (
     ACCOUNT_PREFIX,
     SESSION_COOKIE,
     CookieSet,
@@ -21,8 +22,7 @@ from pplx_export.net.cookies import (
     cache_path,
     write_cache,
 )
-from pplx_export.perplexity import constants as C
-from pplx_export.perplexity.session import open_session, runtime_for
+from pplx_export.site.session import open_session, runtime_for
 from tests.net_fakes import BASE, FakeClock, router
 
 TOKENS = {"tok-alice": "alice@example.com", "tok-bob": "bob@example.com"}
@@ -262,7 +262,7 @@ def test_runtime_shared_across_sessions_of_one_invocation(tmp_path: Path) -> Non
 
 
 def test_discover_accounts_probes_every_token_and_restores(tmp_path: Path) -> None:
-    from pplx_export.perplexity.session import discover_accounts
+    from pplx_export.site.session import discover_accounts
 
     f = _cookie_file(
         tmp_path,
@@ -288,7 +288,7 @@ def test_discover_accounts_probes_every_token_and_restores(tmp_path: Path) -> No
 
 
 def test_discover_accounts_none_signed_in(tmp_path: Path) -> None:
-    from pplx_export.perplexity.session import discover_accounts
+    from pplx_export.site.session import discover_accounts
 
     f = _cookie_file(tmp_path, {SESSION_COOKIE: "tok-dead"})
     with pytest.raises(AuthError):

@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pplx_export.net.sse import iter_events, parse_event, read_until_final
+from pplx_export.site.sse import iter_events, parse_event, read_until_final
 
 
 def _chunks(data: bytes, size: int) -> list[bytes]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pplx_export.net.useragent import browser_of, user_agent_headers
+from pplx_export.site.useragent import browser_of, user_agent_headers
 
 
 def test_configured_ua_wins_without_hints() -> None:

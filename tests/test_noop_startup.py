@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pplx_export.sync.rerender import rerender
+from pplx_export.commands.rerender.run import rerender
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "archive"
@@ -22,7 +22,7 @@ NOT_IMPORTED = (
     "pplx_export.parse",
     "pplx_export.render",
     "pplx_export.archive.writer",
-    "pplx_export.net.pacing",
+    "pplx_export.site.pacing",
     "tomlkit",
     "tempfile",
     # Nor the C JSON decoder (~15 ms to import; the render state's few records decode with
@@ -34,7 +34,7 @@ NOT_IMPORTED = (
     "email.utils",
     "rich.progress",
     "pplx_export.search.index",
-    "pplx_export.sync.rerender_pool",
+    "pplx_export.commands.rerender.pool",
     "pplx_export.workers",
 )
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from pplx_export.archive.thread_json import build_thread_json
 from pplx_export.models import Conversation
 from pplx_export.parse import needs_blocks, parse_thread
-from pplx_export.perplexity.thread import merge_pages
 from pplx_export.render import render_thread
+from pplx_export.site.thread import merge_pages
 from pplx_export.util.timefmt import us_to_iso
 from tests import live_shapes as L
 

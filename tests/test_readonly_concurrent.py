@@ -77,7 +77,7 @@ def test_verify_waits_for_a_run_in_progress(exported: E2E) -> None:
                 os.close(fd)  # the run ends
 
     handler = Release()
-    logging.getLogger("pplx_export.archive.lock").addHandler(handler)
+    logging.getLogger("pplx_export.store.lock").addHandler(handler)
     try:
         result = CliRunner().invoke(
             main,
@@ -85,7 +85,7 @@ def test_verify_waits_for_a_run_in_progress(exported: E2E) -> None:
             catch_exceptions=False,
         )
     finally:
-        logging.getLogger("pplx_export.archive.lock").removeHandler(handler)
+        logging.getLogger("pplx_export.store.lock").removeHandler(handler)
     assert released == [True]  # verify waited, and read the archive only once it was free
     assert result.exit_code == 0, result.output
     assert "waiting for it to finish" in result.stderr

@@ -10,18 +10,18 @@ import pytest
 from click.testing import CliRunner
 
 from pplx_export.cli.export import main
+from pplx_export.commands.rerender.run import rerender
 from pplx_export.emulator import run_emulator
-from pplx_export.render.relations import render_edges_jsonl
-from pplx_export.renderer_version import RENDERER_VERSION
-from pplx_export.store.docs import connect, delete_doc, load_bytes, save_bytes
-from pplx_export.sync.relation_edges import (
+from pplx_export.pipeline.relation_edges import (
     SubAgentRef,
     ThreadFacts,
     build_edges,
     normalize_query,
 )
-from pplx_export.sync.relation_facts import CACHE_NAME, clear_journal, journal_lines
-from pplx_export.sync.rerender import rerender
+from pplx_export.pipeline.relation_facts import CACHE_NAME, clear_journal, journal_lines
+from pplx_export.render.relations import render_edges_jsonl
+from pplx_export.renderer_version import RENDERER_VERSION
+from pplx_export.store.docs import connect, delete_doc, load_bytes, save_bytes
 from pplx_export.util.threadref import slug_tail
 from tests.spaces_support import snapshot, space, uid, write_thread
 
@@ -145,7 +145,7 @@ def no_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("the graph was built again")
 
-    monkeypatch.setattr("pplx_export.sync.relations.build_edges", fail)
+    monkeypatch.setattr("pplx_export.commands.relations.run.build_edges", fail)
 
 
 def test_files_rewritten_with_the_same_facts_leave_the_graph_as_written(

@@ -18,8 +18,8 @@ from urllib.parse import unquote
 import pytest
 from markdown_it.token import Token
 
+from pplx_export.commands.setup.demo import run_demo
 from pplx_export.render.labels import CATALOGS
-from pplx_export.sync.demo import run_demo
 from tests.reading_support import split_page, tokens
 
 MARKER = re.compile(r"\[\d{1,3}\]")

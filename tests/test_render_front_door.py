@@ -21,12 +21,12 @@ from click.testing import CliRunner
 from markdown_it.token import Token
 
 from pplx_export.cli.export import main
+from pplx_export.commands.setup.demo import run_demo
 from pplx_export.models import Conversation
 from pplx_export.parse import parse_thread, row_from_thread_json
 from pplx_export.render import OBSIDIAN, render_thread
 from pplx_export.render.archive_index import PAGE_FROM, IndexThread, render_archive_index
 from pplx_export.render.labels import CATALOGS
-from pplx_export.sync.demo import run_demo
 from tests.reading_support import split_page, tokens
 
 FIXTURES = Path(__file__).parent / "fixtures" / "archive"

@@ -15,17 +15,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pplx_export.archive import render_state
 from pplx_export.archive.paths import walk_thread_dirs
-from pplx_export.archive.render_state import (
+from pplx_export.commands.rerender import run as rerender_mod
+from pplx_export.commands.rerender.run import Todo, rerender
+from pplx_export.store import render_state
+from pplx_export.store.render_state import (
     STATE_NAME,
     RenderState,
     entry_of,
     load_state,
     save_state,
 )
-from pplx_export.sync import rerender as rerender_mod
-from pplx_export.sync.rerender import Todo, rerender
 from pplx_export.util.jsontext import dumps_indented
 from tests.archive_fakes import FAKE_ENGINE, make_thread
 

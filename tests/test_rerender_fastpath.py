@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.archive.render_state import load_state
-from pplx_export.sync.rerender import rerender
+from pplx_export.commands.rerender.run import rerender
+from pplx_export.store.render_state import load_state
 from tests.archive_fakes import snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures" / "archive"
@@ -98,7 +98,7 @@ def test_stale_stamp_falls_back_to_comparing_bytes(archive: Path) -> None:
 def test_changed_only_noop_does_not_import_the_renderer(archive: Path) -> None:
     code = (
         "import sys; from pathlib import Path\n"
-        "from pplx_export.sync.rerender import rerender\n"
+        "from pplx_export.commands.rerender.run import rerender\n"
         f"s = rerender(Path({str(archive)!r}), changed_only=True)\n"
         "assert s.skipped == s.total > 0, s\n"
         "assert 'pplx_export.render' not in sys.modules\n"

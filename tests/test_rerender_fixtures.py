@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.sync.rerender import rerender
+from pplx_export.commands.rerender.run import rerender
 from tests.archive_fakes import DERIVED_STATE, snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures" / "archive"
@@ -65,7 +65,7 @@ def test_zh_labels_rewrite_markdown_only(archive: Path) -> None:
 def test_online_export_then_rerender_is_a_noop(tmp_path: Path) -> None:
     """Online export and re-render share one assembly path: re-render changes nothing."""
     from pplx_export.parse import parse_thread, row_from_thread_json
-    from pplx_export.sync.assemble import export_conversation
+    from pplx_export.pipeline.assemble import export_conversation
 
     root = tmp_path / "fresh"
     for src in sorted(FIXTURES.glob("*/*/*")):

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from benchmarks.rerender import generate
 from pplx_export.cli.export import main
-from pplx_export.sync import rerender as rerender_module
-from pplx_export.sync.rerender import RUNNING_MARKER
+from pplx_export.commands.rerender import run as rerender_module
+from pplx_export.commands.rerender.run import RUNNING_MARKER
 
 
 def _rerender(root: Path, *args: str) -> None:

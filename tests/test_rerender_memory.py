@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pplx_export import workers
-from pplx_export.sync.rerender import rerender
+from pplx_export.commands.rerender.run import rerender
 from tests.archive_fakes import FAKE_ENGINE, make_thread
 
 # What the parent may hold per thread at its peak: the listing's names of one directory.

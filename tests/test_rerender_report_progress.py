@@ -9,9 +9,9 @@ import pytest
 
 from pplx_export.archive.report_body import load_report_body, looks_binary
 from pplx_export.archive.writer import REPORT_SOURCE
+from pplx_export.commands.rerender.run import rerender
 from pplx_export.models import Asset, Conversation, Report, ReportInfo
-from pplx_export.sync.progress import progress_reporter
-from pplx_export.sync.rerender import rerender
+from pplx_export.progress import progress_reporter
 from tests.archive_fakes import FAKE_ENGINE, make_thread
 
 UUID = "feed0001-0000-4000-8000-000000000001"

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pplx_export.archive.render_state import STATE_NAME, load_state
-from pplx_export.archive.variants import variant_log_lines
 from pplx_export.cli.export import main
+from pplx_export.commands.rerender import run as rerender_mod
+from pplx_export.commands.rerender.run import rerender
 from pplx_export.models import Conversation
-from pplx_export.sync import rerender as rerender_mod
-from pplx_export.sync.assemble import Engine
-from pplx_export.sync.rerender import rerender
+from pplx_export.pipeline.assemble import Engine
+from pplx_export.store.render_state import STATE_NAME, load_state
+from pplx_export.store.variants import variant_log_lines
 from tests import archive_fakes
 from tests.archive_fakes import DERIVED_STATE, FAKE_ENGINE, make_thread, snapshot
 

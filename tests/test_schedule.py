@@ -16,14 +16,14 @@ import pytest
 from click.testing import CliRunner, Result
 
 from pplx_export.cli.export import main
-from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
-from pplx_export.sync.schedule import (
+from pplx_export.commands.setup.schedule import (
     Installer,
     merge_crontab,
     run_schedule,
     systemd_quote,
     unit_name,
 )
+from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_CRONTAB = """#!/bin/sh
@@ -204,7 +204,7 @@ def test_systemd_install_with_injected_commands(tmp_path: Path) -> None:
 
 
 def test_falls_back_to_python_dash_m(tmp_path: Path) -> None:
-    from pplx_export.sync.schedule import executable_argv
+    from pplx_export.commands.setup.schedule import executable_argv
 
     lone = tmp_path / "bin" / "python3"
     lone.parent.mkdir()

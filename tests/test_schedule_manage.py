@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from pplx_export.archive.library_index import load_index
-from pplx_export.archive.state import BatchState
 from pplx_export.cli.export import main
+from pplx_export.commands.setup.schedule import cron_marker, unit_name
+from pplx_export.commands.setup.schedule_manage import next_run
 from pplx_export.emulator import DEFAULT_EMAIL, RunningEmulator, run_emulator
-from pplx_export.net.cookies import cache_path
-from pplx_export.sync.schedule import cron_marker, unit_name
-from pplx_export.sync.schedule_manage import next_run
+from pplx_export.site.cookies import cache_path
+from pplx_export.store.batch_state import BatchState
+from pplx_export.store.library_index import load_index
 from tests.test_schedule import FAKE_CRONTAB
 
 BOB_TOKEN = "emulator-session-token-bob"

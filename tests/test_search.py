@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from pplx_export.cli.export import main
+from pplx_export.commands.rerender.run import rerender
 from pplx_export.search import index, query, schema
 from pplx_export.search.text import plain, rewrite_query, segment
-from pplx_export.sync.rerender import rerender
 from tests.e2e_support import FIXTURES
 from tests.search_support import write_search_thread
 
@@ -353,7 +353,7 @@ def test_an_export_of_a_changed_thread_replaces_its_rows(tmp_path: Path) -> None
 
 
 def test_demo_builds_the_index_and_prints_a_search_that_finds(tmp_path: Path) -> None:
-    from pplx_export.sync.demo import run_demo
+    from pplx_export.commands.setup.demo import run_demo
 
     root = tmp_path / "demo"
     summary = run_demo(root, quiet=True)
@@ -449,7 +449,7 @@ def test_the_index_signatures_are_asked_batch_by_batch(
 ) -> None:
     """The parent never holds the signature of every thread of the archive (~18 MB at
     50,000): it asks for those of each batch of work as it hands the batch out."""
-    from pplx_export.sync import rerender_pool
+    from pplx_export.commands.rerender import pool as rerender_pool
 
     root = tmp_path / "archive"
     shutil.copytree(FIXTURES, root)

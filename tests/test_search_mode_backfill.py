@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.archive.library_index import load_index
 from pplx_export.parse.mode import aggregate_search_mode
+from pplx_export.store.library_index import load_index
 from tests.e2e_support import E2E, THREAD_ENDPOINT, by_endpoint, fixture_threads
 from tests.upkeep_support import (
     COMPUTER_UUID,

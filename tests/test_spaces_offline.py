@@ -205,7 +205,7 @@ def test_a_thread_json_rewritten_as_it_was_leaves_the_pages_a_new_title_does_not
         raise AssertionError("the pages were built again")
 
     with monkeypatch.context() as m:
-        m.setattr("pplx_export.sync.spaces.build_catalog", fail)
+        m.setattr("pplx_export.commands.spaces.pages.build_catalog", fail)
         code, out, err = cli("spaces", "--out", str(root), "--json")
         assert code == 0, err
         assert json.loads(out)["written"] == []
@@ -234,7 +234,7 @@ def test_only_the_pages_whose_threads_changed_are_rendered_again(
         return real(page, lang, flavor)
 
     with monkeypatch.context() as m:
-        m.setattr("pplx_export.sync.spaces.render_space_page", spy)
+        m.setattr("pplx_export.commands.spaces.pages.render_space_page", spy)
         code, out, _ = cli("spaces", "--out", str(root), "--json")
     assert code == 0 and rendered == ["kitchen-lab.md"]
     assert json.loads(out)["written"] == ["spaces/kitchen-lab.md", "spaces/spaces.json"]

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from pplx_export.archive.library_index import index_path, save_index
-from pplx_export.archive.state import BatchState, state_path
 from pplx_export.cli.export import main
+from pplx_export.commands.inspect.status import collect_status
 from pplx_export.config import load_config
-from pplx_export.sync.status import collect_status
+from pplx_export.store.batch_state import BatchState, state_path
+from pplx_export.store.library_index import index_path, save_index
 from tests.archive_fakes import make_thread
 
 NOW = datetime(2043, 4, 10, 12, 0, 0, tzinfo=UTC)

@@ -17,9 +17,9 @@ from typing import Any
 from click.testing import CliRunner
 
 from pplx_export.cli.export import main
+from pplx_export.pipeline.relation_facts import journal_lines
 from pplx_export.store.docs import load_bytes
 from pplx_export.store.migrations import DOC_FILES, SPACE_FILES
-from pplx_export.sync.relation_facts import journal_lines
 from tests.archive_fakes import snapshot
 
 FIXTURE = Path(__file__).parent / "fixtures" / "release_0_1_archive" / "archive.tar.gz"

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from pplx_export.archive.state import BatchState
 from pplx_export.cli.export import main
+from pplx_export.store.batch_state import BatchState
 
 FIXTURE = Path(__file__).parent / "fixtures" / "release_0_1_archive" / "archive.tar.gz"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.archive.library_index import index_path, load_index, save_index
-from pplx_export.archive.space_files import listing_row, save_listing
+from pplx_export.store.library_index import index_path, load_index, save_index
+from pplx_export.store.space_files import listing_row, save_listing
 from tests.e2e_support import E2E, THREAD_ENDPOINT, by_endpoint
 from tests.upkeep_support import (
     BASIL_UUID,

@@ -9,7 +9,17 @@ from typing import Any
 
 import pytest
 
-from pplx_export.archive.library_index import (
+from pplx_export.commands.export.listing import (
+    STOP_RUN,
+    full_sweep_due,
+    read_index_state,
+    record_index_run,
+    refresh_index,
+    update_library_index,
+)
+from pplx_export.config import load_config
+from pplx_export.store.docs import load_bytes
+from pplx_export.store.library_index import (
     ROW_KEYS,
     index_path,
     indexed_accounts,
@@ -17,16 +27,6 @@ from pplx_export.archive.library_index import (
     normalize_row,
     safe_account_name,
     save_index,
-)
-from pplx_export.config import load_config
-from pplx_export.store.docs import load_bytes
-from pplx_export.sync.index import (
-    STOP_RUN,
-    full_sweep_due,
-    read_index_state,
-    record_index_run,
-    refresh_index,
-    update_library_index,
 )
 
 NOW = datetime(2041, 5, 6, 7, 8, 9, tzinfo=UTC)

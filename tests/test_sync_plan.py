@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from pplx_export.commands.export.plan import make_plan, parse_since, plan_to_json, row_matches_mode
 from pplx_export.parse.last_updated import normalize_last_updated, same_last_updated
-from pplx_export.sync.plan import make_plan, parse_since, plan_to_json, row_matches_mode
 from pplx_export.util.timefmt import parse_time
 
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.archive.credit_usage import load_usage
-from pplx_export.archive.library_index import load_index, save_index
 from pplx_export.parse.mode import aggregate_search_mode
+from pplx_export.store.credit_usage import load_usage
+from pplx_export.store.library_index import load_index, save_index
 from tests.e2e_support import E2E, leftover_temp_files, thread_dirs, unparseable_json
 from tests.upkeep_support import (
     export_fixture_library,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pplx_export.archive.credit_usage import FORBIDDEN, load_usage, usage_key
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
+from pplx_export.store.credit_usage import FORBIDDEN, load_usage, usage_key
 from pplx_export.store.docs import doc_keys, load_bytes, save_bytes
 from tests.e2e_support import E2E, FIXTURES, by_endpoint, thread_dirs, thread_uuid
 from tests.upkeep_support import (

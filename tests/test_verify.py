@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from pplx_export.archive.state import BatchState, rebuild_from_disk, state_path
 from pplx_export.cli.export import main
+from pplx_export.commands.inspect.verify import verify
+from pplx_export.commands.rerender.run import rerender
 from pplx_export.search.schema import db_path
-from pplx_export.sync.rerender import rerender
-from pplx_export.sync.verify import verify
+from pplx_export.store.batch_state import BatchState, rebuild_from_disk, state_path
 from tests.e2e_support import FIXTURES
 
 NGINX = "tomas/computer/2031-06-02_Audit-the-nginx-config-on-my-home-server_cb11e506"

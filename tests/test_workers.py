@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pplx_export import workers
-from pplx_export.archive.lock import LOCK_NAME
+from pplx_export.store.lock import LOCK_NAME
 from tests.archive_fakes import make_thread
 from tests.e2e_support import REPO
 

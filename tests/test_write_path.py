@@ -24,7 +24,7 @@ from pplx_export.archive.raw import (
     redact_token_bytes,
     redact_tokens,
 )
-from pplx_export.sync.rerender import rerender
+from pplx_export.commands.rerender.run import rerender
 from pplx_export.util import atomic
 from pplx_export.util.atomic import TEMP_PREFIX, atomic_write_bytes
 

@@ -108,9 +108,9 @@ def obsidian_to_commonmark(md: str) -> str:
 
 def build_archives(work: Path, lang: str) -> dict[str, Path]:
     """The demo archive rendered in each flavour: flavour -> archive root."""
-    from pplx_export.sync.assemble import default_engine
-    from pplx_export.sync.demo import run_demo
-    from pplx_export.sync.rerender import rerender
+    from pplx_export.commands.rerender.run import rerender
+    from pplx_export.commands.setup.demo import run_demo
+    from pplx_export.pipeline.assemble import default_engine
 
     roots = {"github": work / "github", "obsidian": work / "obsidian"}
     run_demo(roots["github"], lang=lang, quiet=True, progress=False)

@@ -26,8 +26,11 @@ log = logging.getLogger(__name__)
 MAX_COMPONENT_BYTES = 255
 # safe_stem leaves room for the suffixes the asset rules add (`_v12`, `_⟨uuid8⟩`, `.diff.md`).
 MAX_STEM_BYTES = 200
+# The archive's bookkeeping directory: the state store, the search database, the listings,
+# logs and the lock (store/).
+INDEX_DIR = "index"
 # Top-level names the tool itself owns: an account folder must never land on them.
-RESERVED_TOP = frozenset({"index", "relations", "spaces"})
+RESERVED_TOP = frozenset({INDEX_DIR, "relations", "spaces"})
 # Prefix of a directory that a finished merge is deleting (see migrate.py).
 TRASH_PREFIX = ".pplx-trash-"
 

@@ -1,8 +1,8 @@
 """The thread directories of an archive, as their thread.json files describe them.
 
 `scan_thread_dirs` reads every `<root>/<account>/<mode>/<dir>/thread.json`: the batch state
-is rebuilt from it when corrupt (`archive/state.py`), `status` counts from it, and
-`archive/state_check.py` compares it with the state.
+is rebuilt from it when corrupt (`store/batch_state.py`), `status` counts from it, and
+`store/state_check.py` compares it with the state.
 
 `ThreadDirs` is the archive's directories by uuid8 (the `_⟨uuid8⟩` suffix of their names),
 listed once per run and kept current by the run as it creates, merges and removes
@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pplx_export.archive.library_index import INDEX_DIR
-from pplx_export.archive.paths import RESERVED_TOP, TRASH_PREFIX, uuid8
+from pplx_export.archive.paths import INDEX_DIR, RESERVED_TOP, TRASH_PREFIX, uuid8
 from pplx_export.util.lenient import as_str
 from pplx_export.util.timefmt import parse_time
 

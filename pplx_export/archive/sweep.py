@@ -4,7 +4,7 @@ Every write goes through a temp file (archive/atomic.py) and every thread direct
 thread.json last, so after a SIGKILL the only debris is recognisable by name: `.pplx-tmp-*`
 files, `.pplx-trash-*` directories of a merge killed mid-delete, and thread directories
 without a thread.json. The exporter sweeps them before it writes; the archive lock
-(archive/lock.py) guarantees no other run is mid-write while it does.
+(store/lock.py) guarantees no other run is mid-write while it does.
 """
 
 from __future__ import annotations

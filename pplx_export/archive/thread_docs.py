@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pplx_export.archive.library_index import INDEX_DIR
+from pplx_export.archive.paths import INDEX_DIR
 from pplx_export.archive.thread_json import (
     KEY_ORDER,
     THREAD_JSON,

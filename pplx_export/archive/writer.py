@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pplx_export.archive import assets as asset_files
 from pplx_export.archive import history
+from pplx_export.archive.fingerprint import outputs_stamp, recorded_file, recorded_outputs
 from pplx_export.archive.migrate import merge_thread_dir, sweep_trash
 from pplx_export.archive.paths import ensure_inside, find_thread_dirs, thread_dir
 from pplx_export.archive.raw import (
@@ -31,7 +32,6 @@ from pplx_export.archive.raw import (
     redact_token_bytes,
     redact_tokens,
 )
-from pplx_export.archive.render_state import outputs_stamp, recorded_file, recorded_outputs
 from pplx_export.archive.scan import ThreadDirs
 from pplx_export.archive.thread_json import (
     THREAD_JSON,
@@ -39,7 +39,7 @@ from pplx_export.archive.thread_json import (
     dump_thread_json,
     load_json_dict,
 )
-from pplx_export.archive.variants import append_variant_log, variant_records, warn_variants
+from pplx_export.archive.variant_hits import variant_records, warn_variants
 from pplx_export.errors import ArchiveError
 from pplx_export.models import JSON, Conversation
 from pplx_export.util.atomic import atomic_write_bytes, fsync_dir
@@ -296,9 +296,9 @@ def write_thread(
     left alone unless they still hold a write token, exported_at is kept). `dest` pins the
     directory (re-render writes in place); otherwise it is derived from the conversation and
     older directories of the same thread are merged into it. With `log_variants` the
-    answer-variant warnings and log lines are emitted here; a parallel re-render passes
-    False and does it in the parent from `variant_hits`. `fast` is what re-render already
-    knows about `dest` (see `FastPath`).
+    answer-variant warnings are emitted here (the caller appends `variant_hits` to the
+    store's log); a parallel re-render passes False and does both in the parent. `fast` is
+    what re-render already knows about `dest` (see `FastPath`).
     """
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, not {source!r}")
@@ -359,7 +359,6 @@ def write_thread(
     result.variant_hits = _variant_hits(conv, existing, online)
     if log_variants and result.variant_hits and not dry_run:
         warn_variants(result.variant_hits)
-        append_variant_log(root, result.variant_hits, source=source, now=now)
     return result
 
 

@@ -18,11 +18,11 @@ from pplx_export.cli.options import (
     version_option,
 )
 from pplx_export.cli.output import emit_json, print_lines
-from pplx_export.perplexity.constants import ASK_MODES, ASK_POLL_FOR, ASK_TIMEOUT
+from pplx_export.site.constants import ASK_MODES, ASK_POLL_FOR, ASK_TIMEOUT
 
 if TYPE_CHECKING:
     from pplx_export.context import RunOptions
-    from pplx_export.perplexity.api import PerplexityAPI
+    from pplx_export.site.api import PerplexityAPI
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -109,8 +109,8 @@ def _ask_options(func: F) -> F:
 
 
 def _follow_target(opts: RunOptions, follow_up: str, continue_: bool) -> str:
+    from pplx_export.commands.ask.run import last_thread
     from pplx_export.errors import UsageError
-    from pplx_export.sync.ask import last_thread
 
     if continue_ and follow_up.strip():
         raise UsageError("-c/--continue and --follow-up both name a thread; give one")
@@ -118,7 +118,7 @@ def _follow_target(opts: RunOptions, follow_up: str, continue_: bool) -> str:
 
 
 def _remember(opts: RunOptions) -> Callable[[str], None]:
-    from pplx_export.sync.ask import remember_thread
+    from pplx_export.commands.ask.run import remember_thread
 
     return lambda uuid: remember_thread(opts.out, opts.account.name, uuid)
 
@@ -130,8 +130,8 @@ def _model_ids(models: str) -> tuple[str, ...]:
 def _prompt_of(prompt: str | None) -> str:
     """PROMPT; `-` or no PROMPT with piped stdin reads stdin; no PROMPT on a terminal opens
     $EDITOR (like `git commit`)."""
+    from pplx_export.commands.ask.run import EDITOR_TEMPLATE, prompt_from_editor, read_prompt
     from pplx_export.errors import UsageError
-    from pplx_export.sync.ask import EDITOR_TEMPLATE, prompt_from_editor, read_prompt
 
     if prompt is None:
         if sys.stdin.isatty():
@@ -170,7 +170,7 @@ def ask(
     configured BOT space (unless --space), is marked read with --mark-read, and is archived.
     A stream that breaks or stalls once the thread exists turns into polling the thread.
     """
-    from pplx_export.sync.ask import AskRequest, run_ask
+    from pplx_export.commands.ask.run import AskRequest, run_ask
 
     request = AskRequest(
         prompt=_prompt_of(prompt),
@@ -223,7 +223,7 @@ def chat(
     completes. Ctrl-D (end of input) ends the chat; Ctrl-C leaves the thread running.
     """
 
-    from pplx_export.perplexity.session import open_session
+    from pplx_export.site.session import open_session
 
     thread = _follow_target(opts, follow_up, continue_)
     with open_session(opts) as api:  # signed in once for the whole chat
@@ -244,7 +244,7 @@ def _chat_loop(
     timeout: float,
     poll_for: float,
 ) -> None:
-    from pplx_export.sync.ask import AskRequest, run_ask
+    from pplx_export.commands.ask.run import AskRequest, run_ask
 
     remember = _remember(opts)
     turns = 0
@@ -282,7 +282,7 @@ def _chat_loop(
 @common_options
 def mark_read(opts: RunOptions, thread: str, as_json: bool) -> None:
     """Mark THREAD (URL or UUID) read (mark_viewed by its context UUID)."""
-    from pplx_export.sync.ask_actions import run_mark_read
+    from pplx_export.commands.ask.actions import run_mark_read
 
     result = run_mark_read(opts, thread)
     if as_json:
@@ -298,7 +298,7 @@ def mark_read(opts: RunOptions, thread: str, as_json: bool) -> None:
 @common_options
 def space_create(opts: RunOptions, title: str, description: str, as_json: bool) -> None:
     """Create a space named TITLE; print its uuid, slug and URL."""
-    from pplx_export.sync.ask_actions import run_space_create
+    from pplx_export.commands.ask.actions import run_space_create
 
     result = run_space_create(opts, title, description=description)
     if as_json:
@@ -313,7 +313,7 @@ def space_create(opts: RunOptions, title: str, description: str, as_json: bool) 
 @common_options
 def models(opts: RunOptions, refresh: bool, as_json: bool) -> None:
     """The model catalog: per-mode defaults, council pool, model families."""
-    from pplx_export.sync.models import catalog_lines, run_models
+    from pplx_export.commands.ask.catalog import catalog_lines, run_models
 
     catalog = run_models(opts, refresh=refresh)
     if as_json:

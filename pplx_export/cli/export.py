@@ -32,10 +32,10 @@ from pplx_export.cli.output import emit_json, print_lines, report_result, report
 from pplx_export.cli.spaces import register as register_space_commands
 
 if TYPE_CHECKING:
+    from pplx_export.commands.export.batch import BatchSummary
+    from pplx_export.commands.export.every_account import SyncOutcome
+    from pplx_export.commands.export.plan import Plan
     from pplx_export.context import RunOptions
-    from pplx_export.sync.batch import BatchSummary
-    from pplx_export.sync.every_account import SyncOutcome
-    from pplx_export.sync.plan import Plan
 
 # Kept here (not imported from models) so `--help` need not import the data model.
 MODES = ("search", "deep-research", "computer", "council", "study")
@@ -81,7 +81,7 @@ def status(opts: RunOptions, check: bool, as_json: bool) -> None:
     from rich.console import Console
 
     from pplx_export.archive.root import require_archive
-    from pplx_export.sync.status import collect_status, print_status
+    from pplx_export.commands.inspect.status import collect_status, print_status
 
     require_archive(opts.out)
     doc = collect_status(opts.out, opts.config, now=datetime.now(UTC), verbose=opts.verbose)
@@ -119,7 +119,7 @@ def re_render(
 
     With --dry-run -v, each file that would be rewritten is named.
     """
-    from pplx_export.sync.rerender import run_rerender_command
+    from pplx_export.commands.rerender.run import run_rerender_command
 
     summary = run_rerender_command(
         opts, limit=limit, dry_run=dry_run, changed_only=changed_only, jobs=jobs
@@ -145,7 +145,7 @@ def re_render(
 @every_account_options
 def index(opts: RunOptions, full: bool, as_json: bool) -> None:
     """Refresh index/library_<account>.json from the library listing (every account)."""
-    from pplx_export.sync.every_account import run_index_accounts
+    from pplx_export.commands.export.every_account import run_index_accounts
 
     report = run_index_accounts(opts, full=full)
     if as_json:
@@ -174,7 +174,7 @@ def export(
     2026: the id is the UUID, so no lookup), /computer/tasks/<uuid> or /thread/<...>,
     with or without the host.
     """
-    from pplx_export.sync.batch import run_export
+    from pplx_export.commands.export.batch import run_export
 
     opts.write_responses = write_responses
     result = run_export(opts, list(threads), force=force)
@@ -214,7 +214,7 @@ def capture(
     ids, names or URL signatures), the tool's version, what the parser made of each
     thread and its Markdown. Nothing is written to the archive.
     """
-    from pplx_export.sync.capture import run_capture
+    from pplx_export.commands.inspect.capture import run_capture
 
     result = run_capture(
         opts,
@@ -232,7 +232,7 @@ def capture(
 
 def _report_batch(result: BatchSummary | Plan, *, as_json: bool, quiet: bool) -> None:
     """A batch's summary (or, for a dry run, its plan) on the terminal or as JSON."""
-    from pplx_export.sync.plan import Plan
+    from pplx_export.commands.export.plan import Plan
 
     if isinstance(result, Plan):
         if as_json:
@@ -299,8 +299,8 @@ def batch(
 ) -> None:
     """Export new and updated threads from the index (incremental, resumable; every account
     unless --account)."""
-    from pplx_export.sync.batch import BatchFilters, run_batch
-    from pplx_export.sync.every_account import plan_accounts, run_batch_accounts
+    from pplx_export.commands.export.batch import BatchFilters, run_batch
+    from pplx_export.commands.export.every_account import plan_accounts, run_batch_accounts
 
     opts.write_responses = write_responses
     chosen = BatchFilters(**filters)
@@ -358,8 +358,8 @@ def sync(
 ) -> None:
     """The cron command: index, then batch, for every account (then the deletion check, if
     asked). A full index sweep when the last is older than a week (full_index_days)."""
-    from pplx_export.sync.every_account import run_sync_accounts
-    from pplx_export.sync.notify import notify_for, notifying
+    from pplx_export.commands.export.every_account import run_sync_accounts
+    from pplx_export.commands.upkeep.notify import notify_for, notifying
 
     opts.write_responses = write_responses
     with notifying(notify_for(opts, on_failure, healthcheck_url)):
@@ -396,7 +396,7 @@ def sync_deleted(opts: RunOptions, online: bool, limit: int | None, as_json: boo
     Confirmed deletions get state `deleted` and `remote_deleted` in thread.json; no file is
     ever deleted or moved.
     """
-    from pplx_export.sync.deleted import run_sync_deleted
+    from pplx_export.commands.export.deleted import run_sync_deleted
 
     result = run_sync_deleted(opts, online=online, limit=limit)
     if not as_json:
@@ -423,7 +423,7 @@ def usage_backfill(opts: RunOptions, limit: int | None, as_json: bool) -> None:
 
     Resumable: threads already recorded (or forbidden for their account) are not asked again.
     """
-    from pplx_export.sync.usage import run_usage_backfill
+    from pplx_export.commands.upkeep.usage import run_usage_backfill
 
     result = run_usage_backfill(opts, limit=limit)
     report_result(
@@ -448,7 +448,7 @@ def assets_backfill(
     opts: RunOptions, fetch_blocks: bool, online: bool, limit: int | None, as_json: bool
 ) -> None:
     """Complete thread assets: inline files and manifests offline; blocks and files online."""
-    from pplx_export.sync.assets_backfill import run_assets_backfill
+    from pplx_export.commands.upkeep.assets_backfill import run_assets_backfill
 
     result = run_assets_backfill(opts, fetch_blocks=fetch_blocks, online=online, limit=limit)
     report_result(
@@ -463,7 +463,7 @@ def assets_backfill(
 @common_options
 def search_mode_backfill(opts: RunOptions, offline: bool, limit: int | None, as_json: bool) -> None:
     """Fill search_mode into index rows: from local raw files first, online as fallback."""
-    from pplx_export.sync.search_mode import run_search_mode_backfill
+    from pplx_export.commands.upkeep.search_mode import run_search_mode_backfill
 
     result = run_search_mode_backfill(opts, offline=offline, limit=limit)
     report_result(
@@ -495,7 +495,7 @@ def init(
     as_json: bool,
 ) -> None:
     """Write the config from your browser's signed-in Perplexity accounts."""
-    from pplx_export.sync.init import InitOptions, run_init
+    from pplx_export.commands.setup.init import InitOptions, run_init
 
     title = create_bot_space or bot_title
     options = InitOptions(force, create_bot_space is not None, title, git)
@@ -538,7 +538,7 @@ def schedule(
     The job gets the options given here (--account, --lang, --flavor, cookies,
     --on-failure, --healthcheck-url); without --account it archives every account.
     """
-    from pplx_export.sync.schedule_manage import run_schedule_action
+    from pplx_export.commands.setup.schedule_manage import run_schedule_action
 
     result = run_schedule_action(
         opts,
@@ -561,7 +561,7 @@ def schedule(
 @every_account_options
 def check_signin(opts: RunOptions) -> None:
     """Sign every account in once (what `schedule --check` runs in the job's environment)."""
-    from pplx_export.sync.schedule_manage import run_check_signin
+    from pplx_export.commands.setup.schedule_manage import run_check_signin
 
     lines, raise_for_failed = run_check_signin(opts)
     print_lines(lines)
@@ -581,7 +581,7 @@ def check_signin(opts: RunOptions) -> None:
 def demo(opts: RunOptions, directory: Path | None, out_dir: Path | None) -> None:
     """Export the bundled sample library through the local emulator (no account needed)."""
     from pplx_export.archive.root import ensure_writable
-    from pplx_export.sync.demo import DEFAULT_DEMO_DIR, run_demo
+    from pplx_export.commands.setup.demo import DEFAULT_DEMO_DIR, run_demo
 
     if directory and out_dir and directory.absolute() != out_dir.absolute():
         raise click.UsageError("give the demo directory once: DIRECTORY or --out")

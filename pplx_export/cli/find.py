@@ -1,5 +1,6 @@
-"""`search` and `verify`: thin commands over sync/search.py and sync/verify.py, and how
-their results look on a terminal (highlighted matches) or in a pipe (plain `[...]`)."""
+"""`search` and `verify`: thin commands over commands/inspect/search.py and
+commands/inspect/verify.py, and how their results look on a terminal (highlighted matches) or
+in a pipe (plain `[...]`)."""
 
 from __future__ import annotations
 
@@ -132,7 +133,7 @@ def search(
     keeps one account's threads. Zero network; the index is read, never written,
     unless it is missing or damaged (then it is rebuilt) or --rebuild is given.
     """
-    from pplx_export.sync.search import SearchRequest, run_search
+    from pplx_export.commands.inspect.search import SearchRequest, run_search
 
     if query is None and not rebuild:
         raise click.UsageError("give a QUERY (or --rebuild)")
@@ -221,8 +222,8 @@ def verify(
     index covers every thread. Adds a schema-drift report (unknown payload types).
     Exit 0 when clean, 4 while problems remain.
     """
-    from pplx_export.sync.progress import progress_reporter
-    from pplx_export.sync.verify import run_verify_command
+    from pplx_export.commands.inspect.verify import run_verify_command
+    from pplx_export.progress import progress_reporter
 
     if against is not None:
         _verify_against(opts, against, as_json)
@@ -264,7 +265,7 @@ def verify(
 
 def _verify_against(opts: RunOptions, path: Path, as_json: bool) -> None:
     """`verify --against`: the import's audit alone; exit 4 while anything is missing."""
-    from pplx_export.sync.official_import import run_import_command
+    from pplx_export.commands.export.official_import import run_import_command
 
     report = run_import_command(opts, path, audit_only=True)
     if as_json:

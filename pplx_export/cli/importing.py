@@ -1,4 +1,6 @@
-"""`import`: Perplexity's own data export as ground truth (thin: sync/official_import.py)."""
+"""`import`: Perplexity's own data export as ground truth.
+
+Thin: the work is commands/export/official_import.py's."""
 
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ def import_export(
     API gave is overwritten. The next `sync` (or --fetch) asks the API for the recovered
     threads. Re-importing the same file changes nothing.
     """
-    from pplx_export.sync.official_import import run_import_command
+    from pplx_export.commands.export.official_import import run_import_command
 
     if fetch and audit_only:
         raise click.UsageError("--fetch and --audit-only exclude each other")

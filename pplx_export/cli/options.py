@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from pplx_export.net.browsers import BROWSERS
+from pplx_export.site.browsers import BROWSERS
 
 if TYPE_CHECKING:
     from pplx_export.config import Account, Config
@@ -177,7 +177,7 @@ def shared_options(
     (`spaces --fetch-meta`): without it, no account is required and a missing config gets
     the short notice of the offline commands.
     `every_account`: without `--account` the command walks every configured account
-    (sync/every_account.py), so a config with several and no default is no error.
+    (commands/export/every_account.py), so a config with several and no default is no error.
     """
     with_account = network if account is None else account
     groups = _config_options() if config else []
@@ -267,7 +267,7 @@ def resolve_run_options(
     from pplx_export.config import load_config
     from pplx_export.context import RunOptions
     from pplx_export.logs import rotate_log, setup_logging
-    from pplx_export.net.browsers import parse_browser_spec
+    from pplx_export.site.browsers import parse_browser_spec
 
     verbose = verbose or 0
     quiet = bool(quiet)

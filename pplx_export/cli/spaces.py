@@ -37,7 +37,7 @@ def spaces(opts: RunOptions, fetch_meta: bool, as_json: bool) -> None:
     Offline unless --fetch-meta: threads are grouped by space from every account's index,
     the space listings of `space-index` and thread.json.
     """
-    from pplx_export.sync.spaces import run_spaces
+    from pplx_export.commands.spaces.pages import run_spaces
 
     result = run_spaces(opts, fetch_meta=fetch_meta)
     report_run(result.line(), [], quiet=opts.quiet, doc=result.to_json() if as_json else None)
@@ -53,7 +53,7 @@ def space_index(opts: RunOptions, space: str, as_json: bool) -> None:
     SPACE is a space URL (https://www.perplexity.ai/spaces/<slug>) or its slug. Then
     `batch --space SLUG` exports the listed threads.
     """
-    from pplx_export.sync.space_index import run_space_index
+    from pplx_export.commands.spaces.space_index import run_space_index
 
     result = run_space_index(opts, space)
     report_run(result.line(), [], quiet=opts.quiet, doc=result.to_json() if as_json else None)
@@ -67,7 +67,7 @@ def sync_space(opts: RunOptions, as_json: bool) -> None:
 
     Rebuilds spaces/ when anything changed; nothing but the `space` key is touched.
     """
-    from pplx_export.sync.sync_space import run_sync_space
+    from pplx_export.commands.spaces.sync_space import run_sync_space
 
     result = run_sync_space(opts)
     failed = f"{len(result.failures)} thread.json file(s) not patched" if result.failures else ""
@@ -89,7 +89,7 @@ def relations(opts: RunOptions, as_json: bool) -> None:
     Edge kinds: same_space, same_prompt, references, subagent_of. Unreadable threads are
     reported and left out (exit 4); the graph of the others is still written.
     """
-    from pplx_export.sync.relations import run_relations
+    from pplx_export.commands.relations.run import run_relations
 
     result = run_relations(opts)
     failed = f"{len(result.failures)} thread(s) unreadable" if result.failures else ""

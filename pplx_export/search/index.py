@@ -174,7 +174,7 @@ def content_digest(digests: Mapping[str, str], body_stamp: str) -> str:
 def load_thread(root: Path, rel: str) -> tuple[ThreadRow, str]:
     """The index rows of one thread directory and its signature (as of what was read).
     Raises ThreadUnreadable (`gone` when thread.json is gone)."""
-    from pplx_export.archived import parse_read, read_thread
+    from pplx_export.archive.loader import parse_read, read_thread
 
     thread = read_thread(root, rel)
     digests = thread.digests()
@@ -556,7 +556,7 @@ class IndexUpdater:
         if self.build_at_close:
             self.build_at_close = False
             # Builds (or rebuilds) it; the run's own workers are done, its progress bar
-            # redraws without a thread (sync/rerender.py), so workers may fork.
+            # redraws without a thread (commands/rerender/run.py), so workers may fork.
             self.stats.merge(update_threads(self.root, [], jobs=0))
         return self.stats
 

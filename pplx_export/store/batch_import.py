@@ -4,7 +4,7 @@ The file held `{"version": 1, "threads": {uuid: record}}`, or the earlier tool's
 `{uuid: record}`; its journal the changes since. Both are imported as the release read them
 (journal replayed, `lastUpdated` brought to the canonical clock) and retired.
 
-What needs the thread directories on disk is left to `archive/state.py`, the layer that reads
+What needs the thread directories on disk is left to `store/batch_state.py`, the layer that reads
 them: a missing file (a new archive, or an archive copied without its state) or a corrupt one
 leaves a note in `meta` under `IMPORT_KEY`, and the first load rebuilds the records of the
 exported threads from their `thread.json` files (a corrupt file's records that still parse are

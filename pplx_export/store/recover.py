@@ -4,7 +4,7 @@ SQLite reports damage as SQLITE_CORRUPT or SQLITE_NOTADB, at the open or at the 
 of a damaged page. A writing command then moves the file (with its -wal) to
 `state.sqlite.corrupt-<epoch>`, kept for a person, and opens a new store: its migrations find
 the old files retired, and each table's owner rebuilds what it can from the files on disk
-(`archive/state.py` the exported threads from their thread.json files; the render state is a
+(`store/batch_state.py` the exported threads from their thread.json files; the render state is a
 cache). A read-only command leaves the file alone and works from a store built in memory.
 """
 

@@ -3,7 +3,7 @@
 A bundle is a folder or a `.zip` holding `capture.json` (what was captured, by which
 version, the parse summary), `exchanges/NNNN.json` (one request and its response each, in
 the order they were sent) and `markdown/` (the rendered thread pages). `pplx-export capture`
-and `--write-responses` write it (redacted: `net/record.py`); the emulator serves it back
+and `--write-responses` write it (redacted: `site/record.py`); the emulator serves it back
 (`python -m pplx_export.emulator --replay BUNDLE`) and so does the capture itself, to render
 its Markdown from exactly what the bundle holds. Both sides share this module, the only
 layer they share (util).

@@ -1,0 +1,1 @@
+"""One sub-package per command family; the CLI calls each family's entry functions."""

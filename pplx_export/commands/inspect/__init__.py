@@ -1,0 +1,1 @@
+"""Inspect: status, verify, search and the redacted capture for bug reports."""

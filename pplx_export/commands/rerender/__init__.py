@@ -1,0 +1,1 @@
+"""Re-render: rebuild every thread's Markdown offline from the stored raw responses."""

@@ -1,0 +1,1 @@
+"""Setup: init, the bundled demo and the cron schedule."""

@@ -1,0 +1,1 @@
+"""Spaces: sync a space's threads and files and write its pages."""

@@ -1,1 +1,0 @@
-"""Site adapter: Perplexity endpoint constants and typed API calls over `net.client`."""

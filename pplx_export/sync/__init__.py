@@ -1,1 +1,0 @@
-"""Orchestration: index, plan, batch, re-render, status, and the other long runs."""
