@@ -148,7 +148,14 @@ def floor(kind: str, root: Path) -> int:
 
 def child(kind: str, root: Path, jobs: int) -> None:
     if not kind.startswith("floor"):
-        from pplx_export.commands.rerender.run import rerender  # import time is not re-render time
+        # Import time is not re-render time. A checkout from before the tree move (issue 28)
+        # has it at sync/rerender.py: A/B runs across the move measure both.
+        import pplx_export
+
+        if (Path(pplx_export.__file__).parent / "commands").is_dir():
+            from pplx_export.commands.rerender.run import rerender
+        else:
+            from pplx_export.sync.rerender import rerender  # type: ignore[import-not-found, no-redef]
     before = _usage()
     started = time.perf_counter()
     if kind.startswith("floor"):

@@ -16,7 +16,7 @@ Every worker:
 - closes the archive lock it inherited by fork: flock belongs to the open file, so a worker
   outliving its parent would otherwise keep the archive locked.
 
-Orchestration infrastructure below `sync/` and `search/`: it imports only the stdlib.
+Infrastructure below `commands/` and `search/`: it imports only the stdlib.
 """
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ R = TypeVar("R")
 # few dozen threads does.
 MAX_AUTO_JOBS = 8
 MIN_AUTO_SHARE = 64
+# Where Linux counts every CPU's time, and how long `auto_jobs` watches it.
+PROC_STAT = "/proc/stat"
+SAMPLE_SECONDS = 0.1
 # Chunks per worker queued ahead of the one it is running: enough that a worker never waits
 # for the parent to hand it work, few enough that results do not pile up in the parent.
 IN_FLIGHT = 2
@@ -64,16 +67,47 @@ def available_cpus() -> int:
 
 
 def auto_jobs(todo: int, *, most: int = MAX_AUTO_JOBS, share: int = MIN_AUTO_SHARE) -> int:
-    """Workers for `jobs=0`: the available CPUs less the 1-minute load average (the CPUs
-    other processes already keep busy: on a shared machine, one worker per CPU only slows
-    everyone down), at most `most`, each with at least `share` of the `todo` items."""
+    """Workers for `jobs=0`: the available CPUs less those other processes keep busy now (on a
+    shared machine, one worker per CPU only slows everyone down), at most `most`, each with
+    at least `share` of the `todo` items."""
     cpus = available_cpus()
+    ceiling = min(cpus, most, todo // share)
+    if ceiling <= 1:
+        return 1  # no pool: not worth the sample's tenth of a second
+    idle = max(1, min(cpus, int(cpus - busy_cpus() + 0.5)))
+    return max(1, min(idle, ceiling))
+
+
+def busy_cpus() -> float:
+    """How many CPUs other processes keep busy: the machine's CPU time sampled over
+    SAMPLE_SECONDS (Linux /proc/stat), else the 1-minute load average. The load average lags
+    a minute behind: right after a `sync` or a build it still counts them, and a re-render
+    started then would run one worker on an idle machine."""
+    first = _cpu_times()
+    if first is not None:
+        time.sleep(SAMPLE_SECONDS)
+        second = _cpu_times()
+        if second is not None and second[0] > first[0]:
+            total, idle = second[0] - first[0], second[1] - first[1]
+            return max(0.0, 1.0 - idle / total) * (os.cpu_count() or 1)
     try:
-        load = os.getloadavg()[0]
+        return os.getloadavg()[0]
     except (AttributeError, OSError):  # Windows; or no load figure to read
-        load = 0.0
-    idle = max(1, min(cpus, int(cpus - load + 0.5)))
-    return max(1, min(idle, most, todo // share))
+        return 0.0
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(all, idle) clock ticks of every CPU since boot, from /proc/stat's first line."""
+    try:
+        with open(PROC_STAT, "rb") as fh:
+            fields = fh.readline().split()
+        # user nice system idle iowait irq softirq steal (guest time is counted in user)
+        ticks = [int(v) for v in fields[1:9]]
+    except (OSError, ValueError):
+        return None
+    if fields[:1] != [b"cpu"] or len(ticks) < 5:
+        return None
+    return sum(ticks), ticks[3] + ticks[4]
 
 
 def ordered_map(

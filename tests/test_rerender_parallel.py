@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from pplx_export import workers
 from pplx_export.cli.export import main
 from pplx_export.commands.rerender import run as rerender_mod
 from pplx_export.commands.rerender.pool import auto_jobs, guided_chunks
@@ -52,7 +53,7 @@ def test_guided_chunks_cover_everything_in_order_and_shrink(n: int, jobs: int) -
 
 def test_auto_jobs_one_per_cpu_with_a_fair_share(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle machine
+    monkeypatch.setattr(workers, "busy_cpus", lambda: 0.0)  # an idle machine
     assert auto_jobs(10_000) == 4
     assert auto_jobs(64 * 3) == 3  # 64 threads per worker at least
     assert auto_jobs(63) == 1 and auto_jobs(0) == 1

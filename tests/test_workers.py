@@ -23,7 +23,8 @@ from tests.e2e_support import REPO
 # rebuild (both `jobs=0`: auto) start two workers.
 TWO_IDLE_CPUS = (
     "import os\n"
-    "os.getloadavg = lambda: (0.0, 0.0, 0.0)\n"
+    "import pplx_export.workers as w\n"
+    "w.busy_cpus = lambda: 0.0\n"
     "os.sched_getaffinity = lambda pid: {0, 1}\n"
     "from pplx_export.cli.export import run\n"
     "run()\n"
@@ -53,6 +54,7 @@ def test_one_process_runs_stay_in_the_parent(jobs: int, count: int) -> None:
 
 def test_auto_jobs_counts_the_cpus_left_idle(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
+    monkeypatch.setattr(workers, "PROC_STAT", "/nonexistent/stat")  # the load average decides
     load = [0.0]
     monkeypatch.setattr(os, "getloadavg", lambda: (load[0], 0.0, 0.0))
     assert workers.auto_jobs(10_000) == 4
@@ -74,6 +76,7 @@ def test_no_load_figure_means_an_idle_machine(monkeypatch: pytest.MonkeyPatch) -
         raise OSError("no load average")
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(workers, "PROC_STAT", "/nonexistent/stat")
     monkeypatch.setattr(os, "getloadavg", missing)
     assert workers.auto_jobs(10_000) == 2
 
@@ -196,3 +199,29 @@ def test_the_watchdog_ends_a_worker_where_there_is_no_parent_death_signal(
         finally:
             proc.wait(timeout=PATIENCE)
     assert _gone_within([child], 5.0) == []
+
+
+def test_busy_cpus_reads_the_cpu_time_of_the_last_tenth_of_a_second(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Not the load average, which still counts a run that ended a minute ago."""
+    stat = tmp_path / "stat"
+    samples = iter(
+        [
+            "cpu  100 0 50 1000 10 0 0 0 0 0\ncpu0 1 2 3 4\n",
+            # 400 ticks later, 100 of them idle: three quarters busy.
+            "cpu  300 0 150 1090 20 0 0 0 0 0\ncpu0 1 2 3 4\n",
+        ]
+    )
+    monkeypatch.setattr(workers, "PROC_STAT", str(stat))
+    monkeypatch.setattr(time, "sleep", lambda s: stat.write_text(next(samples)))
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))
+    stat.write_text(next(samples))
+    assert workers.busy_cpus() == pytest.approx(3.0)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
+    stat.write_text("cpu  100 0 50 1000 10 0 0 0 0 0\n")
+    samples = iter(["cpu  100 0 50 1400 10 0 0 0 0 0\n"])  # all idle since
+    assert workers.auto_jobs(10_000) == 4
+    stat.write_text("garbage\n")  # unreadable: the load average
+    assert workers.busy_cpus() == 9.0

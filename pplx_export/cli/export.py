@@ -103,7 +103,7 @@ def status(opts: RunOptions, check: bool, as_json: bool) -> None:
     "--jobs",
     type=click.IntRange(min=0),
     default=0,
-    help="Worker processes. Default 0: one per CPU (at most 8), 64 threads or more each.",
+    help="Worker processes. Default 0: one per idle CPU (at most 8), 64 threads or more each.",
 )
 @json_option
 @offline_render_options
