@@ -70,8 +70,8 @@ EXTRACT_VERSION = "2"  # 2: the hand-archived rewritten answer
 CHUNK = 50
 # Directories per signature query (SQLite allows 999 parameters before 3.32).
 _LOOKUP_BATCH = 500
-# `rebuild` workers: one per CPU, at most MAX_JOBS, each with MIN_SHARE threads or more
-# (starting one costs about what parsing a few dozen threads does).
+# `rebuild` workers: one per idle CPU (workers.auto_jobs), at most MAX_JOBS, each with
+# MIN_SHARE threads or more (starting one costs about what parsing a few dozen threads does).
 MAX_JOBS = 8
 MIN_SHARE = 64
 

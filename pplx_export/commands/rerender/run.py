@@ -146,7 +146,7 @@ def rerender(
 ) -> RerenderSummary:
     """Re-render every thread under `root` and return the counts (never raises per thread).
 
-    `jobs` worker processes render in parallel; 0 picks `rerender_pool.auto_jobs` for the
+    `jobs` worker processes render in parallel; 0 picks `pool.auto_jobs` for the
     work found."""
     started = time.monotonic()
     root = Path(root)
