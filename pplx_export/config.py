@@ -4,6 +4,10 @@ Resolution (product.md §5): `--config` > `$PPLX_EXPORT_CONFIG` > the platform u
 A missing *default* file means degraded mode (placeholder account `default`, no ownership
 check); a missing *explicit* file or a parse error is a ConfigError (exit 2) naming the file
 and line.
+
+Long because the config is one schema: the dataclasses, the TOML reading with its
+unknown-key warnings and the tomlkit round trip follow the same keys, and in one module they
+cannot drift apart.
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ the parser's passes read them. Beside each, the parser (parse/views.py) puts a t
 `Conversation.views`): every field already the lenient reading, the raw source kept as
 `raw`. The renderer reads only the views. Everything derived (answers, citations,
 attribution, interruptions) is computed once by the parser and stored here.
+
+Long because it is the whole data model: some forty small dataclasses with no logic beyond
+JSON forms and lookups, kept together so parse/ and render/ share one vocabulary that a
+reader finds in one file.
 """
 
 from __future__ import annotations

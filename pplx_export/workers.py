@@ -16,7 +16,8 @@ Every worker:
 - closes the archive lock it inherited by fork: flock belongs to the open file, so a worker
   outliving its parent would otherwise keep the archive locked.
 
-Infrastructure below `commands/` and `search/`: it imports only the stdlib.
+Orchestration infrastructure below `commands/`, `search/` and `archive/`: it imports only
+the stdlib.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The full re-render's shortcuts (docs/archive-writer.md, Performance) never hide a change.
+"""The full re-render's shortcuts (benchmarks/RESULTS.md) never hide a change.
 
 Derived files are recognised as unchanged from the render_state stamp (sha256 of the new
 bytes + on-disk size and mtime) without being read; these tests edit, delete and add files

@@ -1,5 +1,5 @@
 """Re-render's worker processes (`--jobs`, default one per CPU) and the shortcuts that keep a
-full re-render near the cost of reading the raw files (docs/archive-writer.md, Performance)."""
+full re-render near the cost of reading the raw files (benchmarks/RESULTS.md)."""
 
 from __future__ import annotations
 

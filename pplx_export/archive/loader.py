@@ -7,7 +7,7 @@ response); `parse_read(thread, parse)` parses them. Any failure is one exception
 `errors.ThreadUnreadable`, whose message names the file and the reason, so every command
 says the same thing about the same broken thread.
 
-Below sync/ and search/ in the layers (search rebuilds read threads in its own workers), so
+Below pipeline/ and search/ in the layers (search rebuilds read threads in its own workers), so
 it imports only parse/ and what is under it; the file names are those of archive/raw.py,
 archive/thread_json.py and archive/official.py (tests/test_archived.py checks they agree).
 """

@@ -6,6 +6,11 @@ when its bytes change. Files that cannot be regenerated (raw responses, the asse
 manifest and thread.json when an online export changed their state, the report body as
 downloaded) are durable; derived files skip the fsyncs. thread.json is written last: a
 directory with a current thread.json has everything else on disk already.
+
+Long because it is the one place the write rules live (atomic, only changed bytes, durable
+or derived, thread.json last, earlier versions kept): the file sink, the re-render fast path
+and each kind of file written share them, and a second module would be a second place to get
+them wrong.
 """
 
 from __future__ import annotations

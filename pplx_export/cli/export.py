@@ -1,7 +1,12 @@
-"""`pplx-export`: the archiver's command group. Commands are thin; the work lives in sync/.
+"""`pplx-export`: the archiver's command group. Commands are thin; the work lives in commands/.
 
 Imports stay lazy (inside each command): `pplx-export --help` must not pay for the
 network stack, rich or the TOML round-trip library (see `cli/options.py`).
+
+Long because it is one click group: each `pplx-export` command is declared here, a few lines
+of options and a lazy import each, so the command list reads as one file; the search, verify
+and import commands (cli/find.py, cli/importing.py) and spaces and relations (cli/spaces.py)
+are apart.
 """
 
 from __future__ import annotations

@@ -12,6 +12,11 @@ offline commands have no cookie options, commands that do not pick an account ha
 
 Start-up matters (`pplx-export --help` runs often): this module and `cli/export.py` import
 click and nothing heavy at module level; each command imports its work when it runs.
+
+Long because the conventions every command inherits are one unit: the option decorators,
+their resolution into `RunOptions`, the version and debug header and the group that maps
+exceptions and signals to exit codes are used together by every command, and one cheap
+module keeps `--help` start-up to one import.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Spaces and relations commands of `pplx-export`: thin wrappers over sync/.
+"""Spaces and relations commands of `pplx-export`: thin wrappers over commands/.
 
 `spaces`, `sync-space` and `relations` read only the archive (zero network; `spaces
 --fetch-meta` is the one online variant); `space-index` lists a space online.

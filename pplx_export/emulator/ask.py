@@ -6,6 +6,10 @@ it (the `ask_404` fault imitates the platform's brief 404 of a just-created thre
 `ask` fault decides how the stream ends (faults.ASK_OUTCOMES): the events built here stop
 where that outcome stops, and the turn is stored as the server would have it (COMPLETED,
 still PENDING, or FAILED).
+
+Long because the events sent, where they stop and the turn stored must agree for every fault
+outcome, so `start_ask` decides them together; the council block, the one large event
+builder, serves only it.
 """
 
 from __future__ import annotations

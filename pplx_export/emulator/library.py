@@ -12,6 +12,10 @@ VIEW_COLLECTION_NOT_ALLOWED), `space_viewers` (slug -> emails of the accounts th
 a forbidden space anyway), `space_quirks` (slug -> a listing quirk, see routes/space_view.py)
 and `space_only` (threads of other space members: in their space's listing, in no library
 listing).
+
+Long because `Library` is one in-memory store: loading the directory, the listings, thread
+pages, spaces and the mutations read and change the same records under one lock, and the
+raw-to-page conversions below it (`plain_steps`, `schematized_entry`) serve only it.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ file downloads (the CDN stand-in, counted, not faulted, no cookie needed); then 
 is counted, then faults are applied (faults model the network and Cloudflare in front of the
 site, so they come before the session check), then the session cookie is checked, then the
 route answers.
+
+Long because the request handler is the one place the request flow above is ordered, and the
+server and the in-process runner for tests wrap that handler; the endpoints themselves are
+in emulator/routes/.
 """
 
 from __future__ import annotations

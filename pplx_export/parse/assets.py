@@ -2,6 +2,10 @@
 
 Everything here is pure; downloading is the caller's job. `resolve_ext` decides the final
 extension from the URL and the first bytes of a download.
+
+Long because discovering assets, naming their files and deciding their extensions are one
+set of pure rules over the same raw shapes (file objects, inline diffs and code, handle-only
+ones), and the export's downloads and `assets-backfill` must name a file the same way.
 """
 
 from __future__ import annotations

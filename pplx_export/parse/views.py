@@ -5,6 +5,10 @@ module reads them once, leniently, into the typed views the renderer consumes, s
 holds no raw-dict access and no JSON decoding. `attach_views` fills every view of a
 Conversation from its raw fields; `parse_thread` calls it, and so must anyone who builds a
 Conversation by hand. Each reading here is exactly the one the renderer used to make.
+
+Long because every typed view is read here, by one `Builder` sharing the lenient readers
+(links, tables, to-do lists, questions, code): splitting by view would split the helpers
+they share, and the renderer's reading rules are easiest to audit in one file.
 """
 
 from __future__ import annotations

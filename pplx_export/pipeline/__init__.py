@@ -1,3 +1,3 @@
-"""The pipeline every command shares: raw API responses to a Conversation to files, the
-after-write step (render fingerprint, search rows, relation facts) and the one loader of an
-archived thread."""
+"""The pipeline every command shares: raw API responses to a Conversation to files, and the
+after-write step (render fingerprint, search rows, relation facts), plus what several
+command families compute from the archive (assets, relations, space catalog, auto-commit)."""

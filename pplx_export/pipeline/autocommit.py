@@ -15,6 +15,10 @@ warning: the run's exit code says so, and `status` shows it (the state store's `
 document).
 A `.git/index.lock` that a killed git left (no git process is running in the archive) is
 removed first: otherwise every later commit fails.
+
+Long because committing an archive safely is one sequence (.gitignore, stage, take secrets
+out again, look for session values, commit, push, record) whose steps depend on each other;
+the secret checks stay in the module of the commit they guard.
 """
 
 from __future__ import annotations

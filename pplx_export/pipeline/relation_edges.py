@@ -1,7 +1,7 @@
 """The relations graph's edges (protocol.md §8), computed from per-thread facts. Pure.
 
 `ThreadFacts` is what one thread contributes (read from its raw files by
-`sync.relation_facts`); `build_edges` turns the facts of a whole archive into the four edge
+`pipeline.relation_facts`); `build_edges` turns the facts of a whole archive into the four edge
 kinds, in the protocol's order: `same_space`, `same_prompt`, `subagent_of`, `references`.
 """
 

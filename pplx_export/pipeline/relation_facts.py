@@ -17,6 +17,10 @@ no write lock held while workers run; `index/relations_cache.jsonl` before), whi
 `relations` replays over the snapshot and folds into it. So after a re-render `relations`
 parses nothing. The cache is derived state: losing it (or a torn journal line) costs one
 slow run.
+
+Long because the facts, their cache and the journal a re-render appends to follow one trust
+rule (keyed by file stats and the parser version): reading, caching and replaying share the
+record format, and apart the key could drift between the writer and the reader.
 """
 
 from __future__ import annotations

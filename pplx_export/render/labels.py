@@ -2,6 +2,9 @@
 
 `en` is the default. `zh` keeps the seed's literal strings (sub-agent section, background
 appendix heading, the three interruption tags) and the earlier tool's wording elsewhere.
+
+Long because it is a catalog: one dataclass naming every label (with two small formatting
+helpers) and its `en` and `zh` values; a new label or language adds lines here, not code.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`spaces/<slug>.md`, `spaces/index.md` and `spaces/spaces.json` text. Pure.
 
-The inputs are plain dataclasses that `sync.space_catalog` fills from the archive. Every
+The inputs are plain dataclasses that `pipeline.space_catalog` fills from the archive. Every
 list is sorted here, and no clock or absolute path reaches the text, so the same archive
 always gives the same bytes. Every string from the API goes through `cell`/`link` (pipes,
 brackets and line breaks escaped) before it reaches a table or a link.

@@ -13,6 +13,11 @@ running meanwhile reads the old file to the end. The hooks (`update_threads`,
 `IndexUpdater`) never raise: the index is derived data, and an export must not fail
 because of it. A missing database is built from the archive; a damaged one, or one of
 another schema version, is rebuilt with a warning.
+
+Long because the row insert, the update hooks (`update_threads`, `IndexUpdater`), the
+rebuild and the coverage and repair checks share one notion of a thread's signature and one
+transaction discipline over one database: split, the rule for when a stored row is current
+would live in several places.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ emulator tests a loopback base URL). Every API call goes through `call()`, which
 
 * waits for the process-wide pacer (`NetRuntime.pacer`; CDN downloads bypass it),
 * sends the cookie header and browser-like headers,
-* classifies the response (`net.classify`), retrying 429 / 5xx / network errors / non-JSON
+* classifies the response (`site.classify`), retrying 429 / 5xx / network errors / non-JSON
   200s with capped exponential backoff and jitter that grows across consecutive failures;
   `Retry-After` and `RateLimit-Reset` are a floor under that wait, not the whole of it;
   no sleep after the last attempt (one retry loop, `_with_retries`, serves API calls and CDN
@@ -14,6 +14,10 @@ emulator tests a loopback base URL). Every API call goes through `call()`, which
 
 Logs carry method, host and path only: query strings may hold signed-URL credentials, and
 cookie values are never logged anywhere.
+
+Long because `ApiClient` is one retry loop with its policy: pacing, headers, classification,
+backoff and redaction apply alike to every API call and CDN download; classification and
+pacing themselves are already apart (site/classify.py, site/pacing.py).
 """
 
 from __future__ import annotations

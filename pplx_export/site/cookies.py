@@ -11,6 +11,11 @@ finds them for 12 h.
 Only cookies of `perplexity.ai` and its subdomains are kept (suffix match, never substring:
 `evilperplexity.ai` is rejected). Messages name sources, browsers, profiles and cookie *names*;
 never a cookie value.
+
+Long because the resolution chain is one policy: each source (browser, file, cache,
+auto-detect), the domain filter and the cache's trust rule feed `cookie_sources`, and every
+message names sources the same way; browser and profile specs are already apart
+(site/browsers.py).
 """
 
 from __future__ import annotations

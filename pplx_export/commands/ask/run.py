@@ -20,6 +20,10 @@ Order of a run (product.md §4, protocol §2.12):
    account), written as soon as a stream names its thread.
 
 No analytics or telemetry request is ever sent.
+
+Long because it is one run, in the order above: the checks, the plan, the send, the settling
+by polling and the steps after completion share the request and result state; the stream
+watcher and the live view are already apart (commands/ask/stream.py, commands/ask/view.py).
 """
 
 from __future__ import annotations

@@ -4,6 +4,11 @@ Failure policy (product.md §6, protocol App. A): PermissionDenied / NotFound an
 per-thread error are recorded on the thread and the run goes on; EntryDeleted / EntryExpired
 become terminal states; three AuthErrors in a row stop the run (state is saved after every
 thread anyway) with exit 3; Ctrl-C stops with exit 130; a run that lost threads exits 4.
+
+Long because index, export, batch and sync are one orchestration sharing one failure policy
+(`_export_item`, `Streaks`, `_record_failure`), the archive lock and the front door; sync is
+index plus batch plus the steps around them, and splitting the commands would spread that
+policy over several modules.
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ changed; the next `sync` (or `import --fetch`) asks the API for the recovered th
 
 The conversations array is streamed (util/jsonstream): memory follows the largest
 conversation, not the file.
+
+Long because the audit and the recovery are one pass over the streamed conversations (the
+match by first entry UUID and question text decides both), and `--fetch` asks the API about
+the threads that pass recovered; `_Recovery`, which writes thread directories the way an
+export would, is most of it.
 """
 
 from __future__ import annotations

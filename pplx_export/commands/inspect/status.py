@@ -15,6 +15,10 @@ Staleness (issue 32): an account whose last successful `sync` (the `sync_runs` d
 its last index refresh) is older than the schedule's interval plus a day (`STALE_AFTER_S`),
 or that was never synced at all, is listed under `stale_accounts` and warned about;
 `status --check` then exits 1, for a monitor to call.
+
+Long because gathering the status and printing it follow the same detail tiers, in the table
+and in `--json`, and change together; the parts the upkeep commands feed are already apart
+(commands/inspect/status_upkeep.py).
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ statuses, block usages), with one example directory each: a warning, not a probl
 `--fix` re-renders the stale threads, brings the search index up to date (rebuilding it
 when it is missing or damaged) and sweeps the debris; what remains is reported, and the
 command exits 4 while any problem remains.
+
+Long because every check (per thread in workers, over the archive, of the state and the
+search index, the schema drift) fills one `VerifyReport`, and `--fix` acts on that report's
+problems: the report and the checks that fill it change together.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`pplx-export relations`: rebuild `relations/edges.jsonl` and `relations/graph.md`.
 
-Zero network (protocol.md §8). The facts of every thread come from `sync.relation_facts`
-(the re-render parse path, cached), the edges from `sync.relation_edges`, the text from
+Zero network (protocol.md §8). The facts of every thread come from `pipeline.relation_facts`
+(the re-render parse path, cached), the edges from `pipeline.relation_edges`, the text from
 `render.relations`. A thread that cannot be read is reported and left out; the graph of
 the others is still written. Files are rewritten only when their bytes change.
 """

@@ -12,6 +12,10 @@ Steps, all network before any write (a failure leaves no partial config):
    write the archive's `.gitignore` (and `git init` it with `--git`).
 
 Cookies never reach the config: the verified jar stays in the 0600 cookie cache.
+
+Long because init is one transaction: discovery, naming, the BOT space, the catalog and the
+config edit run in that order with every network step before any write, and the seams tests
+inject (`Seams`) span them all.
 """
 
 from __future__ import annotations

@@ -16,6 +16,11 @@ The job gets every option `schedule` was given that changes what sync does: `--a
 `--healthcheck-url`, `--base-url`. Options it cannot honour are refused: `--log-file` (the
 job always logs to `index/logs/sync.log`, rotated) and `--systemd` off Linux.
 `schedule --status`, `--uninstall` and `--check` live in commands/setup/schedule_manage.py.
+
+Long because one command writes both forms of the same job (a cron line, a systemd service
+and timer): the job's argv, its quoting for each reader, the installers and the option
+checks are one decision and change together; the management actions are already apart
+(commands/setup/schedule_manage.py).
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ the `sync_runs` document. One archive scheduled both ways runs twice a night: a 
 one is given). `--check` runs the job's sign-in once (the hidden `check-signin` command with
 the job's options) in the environment cron or systemd gives a job, and reports what happened:
 what works from a terminal can fail at 03:30 for want of the desktop keyring.
+
+Long because `--status`, `--uninstall` and `--check` all read the same two installations
+(the crontab's marked lines, the systemd user units) with the same readers, and the cookie
+advice is what `--check` reports when the job's sign-in fails.
 """
 
 from __future__ import annotations

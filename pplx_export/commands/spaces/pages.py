@@ -1,9 +1,9 @@
 """`pplx-export spaces`: one Markdown page per space under `<archive>/spaces/` (product §4).
 
-Offline by default: the pages come from the archive alone (`sync.space_catalog`), so the
+Offline by default: the pages come from the archive alone (`pipeline.space_catalog`), so the
 command makes no request at all. `--fetch-meta` first asks the API for each space's
-metadata (`sync.space_meta`) and stores it in the state store (`space_meta`); the pages then show
-owner and members. Files are written only when their bytes change, and a page whose space
+metadata (`commands.spaces.meta`) and stores it in the state store (`space_meta`); the pages
+then show owner and members. Files are written only when their bytes change, and a page whose space
 is gone is removed (only pages the previous `spaces.json` lists: nothing else under
 `spaces/` is ours to delete).
 """

@@ -2,7 +2,7 @@
 
 A thread moved to another space (or out of one) keeps its old `space` in thread.json until
 it is exported again, which may be never for an unchanged thread. The indexes know better
-(`sync.space_catalog` decides what they say). Only the `space` key changes: the document is
+(`pipeline.space_catalog` decides what they say). Only the `space` key changes: the document is
 re-serialised exactly as the writer does (same key order, same bytes elsewhere) and
 replaced atomically. Threads no index lists are left alone. When anything changed, spaces/
 is rebuilt; the Markdown of a patched thread shows its new space after the next

@@ -22,6 +22,10 @@ threads each phase would touch, newest first):
 Crash safety: every file is written atomically and the manifest of a thread is written after
 its files. A file renamed into place whose manifest entry a kill prevented is found again by
 name on the next run and reused, never duplicated; stale temp files are swept first.
+
+Long because its three phases are one command over the same thread directories and the same
+manifest merge, run in order; they share the result, the newest-first order and `--limit`,
+and each phase is only a few functions.
 """
 
 from __future__ import annotations
