@@ -156,6 +156,10 @@ class Labels:
             return ""
         return f"{self.lparen}{text}{self.rparen}"
 
+    def labelled(self, label: str, body: str) -> str:
+        """`**label:**` above `body`, a blank line between (a run's prompt, answer, sources)."""
+        return f"**{label}{self.colon}**\n\n" + body
+
     def tag(self, status: str | None, locked_reason: str | None = None) -> str:
         """Interruption tag for a workflow status ("" when completed or unknown)."""
         kind = interruptions.classify(status, locked_reason)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
+from pplx_export.render.latex import norm
 from pplx_export.util.jsontext import dumps_indented
 
 _BACKTICK_RUN = re.compile(r"`+")
@@ -153,6 +154,12 @@ def model_links(md: str) -> str:
 # The level of the highest heading in a text shown inside the work process: below its
 # `### Step N` (the turn file's H1 turn, H2 sections, H3 steps).
 WORK_TOP = 4
+
+
+def work_md(md: str) -> str:
+    """Model-written Markdown inside the work process: LaTeX delimiters normalised, app-only
+    model links bold, its headings from WORK_TOP down."""
+    return demote(model_links(norm(md)), WORK_TOP)
 
 
 def cell(text: str) -> str:
