@@ -45,13 +45,8 @@ from pplx_export.util.bundle import Replay, body_bytes
 
 JSON = dict[str, Any]
 
+# The defaults and the session cookie's name live in app.py (the package exports them).
 __all__ = [
-    "DEFAULT_EMAIL",
-    "DEFAULT_NAME",
-    "DEFAULT_PAGE_SIZE",
-    "DEFAULT_TOKEN",
-    "DEFAULT_USERNAME",
-    "SESSION_COOKIE",
     "EmulatorServer",
     "RunningEmulator",
     "make_server",
