@@ -161,6 +161,10 @@ class Labels:
         """`**label:**` above `body`, a blank line between (a run's prompt, answer, sources)."""
         return f"**{label}{self.colon}**\n\n" + body
 
+    def code_facts(self, *facts: tuple[str, str]) -> list[str]:
+        """`label: `value`` for each (label, value) with a value (a run's status line)."""
+        return [f"{label}{self.sep}`{value}`" for label, value in facts if value]
+
     def tag(self, status: str | None, locked_reason: str | None = None) -> str:
         """Interruption tag for a workflow status ("" when completed or unknown)."""
         kind = interruptions.classify(status, locked_reason)

@@ -79,10 +79,7 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     """Prompt, plan, work process, conclusion and citations of a mapped sub-agent."""
     lb = ctx.labels
     meta = [f"{lb.run_id}{lb.sep}`{sub.sub_id}`"]
-    if sub.status:
-        meta.append(f"{lb.status}{lb.sep}`{sub.status}`")
-    if wp.model:
-        meta.append(f"{lb.model}{lb.sep}`{wp.model}`")
+    meta += lb.code_facts((lb.status, sub.status), (lb.model, wp.model))
     blocks = [quote(" · ".join(meta)), launcher_line(ctx, sub.sub_id)]
     # Two copies of the run exist: the workflow payload in the launching turn (titled steps,
     # may lag) and the background entry's step log (the parser's sub.steps). The payload is

@@ -292,11 +292,7 @@ def nested(
     headline = wp.headline.strip() or lb.untitled
     summary = summary_text(f"{label}{lb.sep}{headline}{lb.par(stat)}")
 
-    meta = []
-    if wp.status:
-        meta.append(f"{lb.status}{lb.sep}`{wp.status}`")
-    if wp.model:
-        meta.append(f"{lb.model}{lb.sep}`{wp.model}`")
+    meta = lb.code_facts((lb.status, wp.status), (lb.model, wp.model))
     span = time_range(wp.started_at, wp.completed_at)
     if span:
         meta.append(f"{lb.time}{lb.sep}{span.removeprefix(' — ')}")
