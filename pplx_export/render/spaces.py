@@ -151,11 +151,8 @@ def render_space_page(page: SpacePage, lang: str = "en", flavor: str = GITHUB) -
     if page.no_space:
         out += [lb.no_space_intro, ""]
     else:
-        facts = []
-        if page.slug:
-            facts.append(f"- {lb.slug}: `{cell(one_line(page.slug))}`")
-        if page.uuid:
-            facts.append(f"- {lb.uuid}: `{cell(one_line(page.uuid))}`")
+        ids = ((lb.slug, page.slug), (lb.uuid, page.uuid))
+        facts = [f"- {label}: `{cell(one_line(value))}`" for label, value in ids if value]
         if page.description:
             facts.append(f"- {lb.description}: {one_line(page.description)}")
         out += [*facts, ""] if facts else []
