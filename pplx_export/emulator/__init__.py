@@ -6,20 +6,17 @@ with run_emulator() as emu:            # the bundled sample library
 
 from __future__ import annotations
 
-from pplx_export.emulator.faults import FaultSpec, FaultSpecError, parse_faults
-from pplx_export.emulator.library import SAMPLE_DIR, Library
-from pplx_export.emulator.server import (
+from pplx_export.emulator.app import (
     DEFAULT_EMAIL,
     DEFAULT_NAME,
     DEFAULT_PAGE_SIZE,
     DEFAULT_TOKEN,
     DEFAULT_USERNAME,
     SESSION_COOKIE,
-    EmulatorServer,
-    RunningEmulator,
-    make_server,
-    run_emulator,
 )
+from pplx_export.emulator.faults import FaultSpec, FaultSpecError, parse_faults
+from pplx_export.emulator.library import SAMPLE_DIR, Library
+from pplx_export.emulator.server import EmulatorServer, RunningEmulator, make_server, run_emulator
 
 SAMPLE_COOKIES = SAMPLE_DIR.parent / "sample_cookies.json"
 

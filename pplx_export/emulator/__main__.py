@@ -8,19 +8,13 @@ import sys
 from pathlib import Path
 
 from pplx_export.emulator.accounts import account_jar
-from pplx_export.emulator.app import DEFAULT_LISTING, LISTING_MODES
+from pplx_export.emulator.app import LISTING_MODES, EmulatorConfig
 from pplx_export.emulator.faults import FaultSpecError
-from pplx_export.emulator.server import (
-    DEFAULT_EMAIL,
-    DEFAULT_NAME,
-    DEFAULT_PAGE_SIZE,
-    DEFAULT_TOKEN,
-    DEFAULT_USERNAME,
-    make_server,
-)
+from pplx_export.emulator.server import make_server
 
 
 def build_parser() -> argparse.ArgumentParser:
+    defaults = EmulatorConfig()  # the server's own defaults, as the options' defaults
     parser = argparse.ArgumentParser(
         prog="python -m pplx_export.emulator",
         description="Serve an archive directory (default: the bundled sample) as a loopback "
@@ -30,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument(
-        "--page-size", type=int, default=DEFAULT_PAGE_SIZE, help="entries per thread page"
+        "--page-size", type=int, default=defaults.page_size, help="entries per thread page"
     )
     parser.add_argument(
         "--faults",
@@ -40,10 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
         '"ask_silence=5s,ask_step=300ms,ask=cut|cut_running|end|error|hang,ask_404=1"',
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault and id streams")
-    parser.add_argument("--email", default=DEFAULT_EMAIL)
-    parser.add_argument("--name", default=DEFAULT_NAME, help="session display name")
-    parser.add_argument("--username", default=DEFAULT_USERNAME, help="author of new threads")
-    parser.add_argument("--session-token", default=DEFAULT_TOKEN)
+    parser.add_argument("--email", default=defaults.email)
+    parser.add_argument("--name", default=defaults.name, help="session display name")
+    parser.add_argument("--username", default=defaults.username, help="author of new threads")
+    parser.add_argument("--session-token", default=defaults.session_token)
     parser.add_argument(
         "--extra-account",
         action="append",
@@ -61,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--listing",
         choices=LISTING_MODES,
-        default=DEFAULT_LISTING,
+        default=defaults.listing,
         help="library listings that answer: rest (the live site in 2026: GraphQL answers "
         "PERSISTED_QUERY_NOT_FOUND), both (the old behaviour), graphql (REST answers 404)",
     )

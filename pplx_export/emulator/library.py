@@ -76,29 +76,31 @@ class ThreadRecord:
     def entries(self) -> list[JSON]:
         return dicts(self.plain.get("entries"))
 
-    @property
-    def context_uuid(self) -> str:
+    def _first_value(self, *keys: str) -> str:
+        """The first non-empty value of `keys` over the entries in order (within an entry,
+        the first key with a value, as `entry.get(a) or entry.get(b)` reads)."""
         for entry in self.entries:
-            value = as_str(entry.get("context_uuid"))
+            raw = None
+            for key in keys:
+                raw = entry.get(key)
+                if raw:
+                    break
+            value = as_str(raw)
             if value:
                 return value
         return ""
+
+    @property
+    def context_uuid(self) -> str:
+        return self._first_value("context_uuid")
 
     @property
     def display_model(self) -> str:
-        for entry in self.entries:
-            value = as_str(entry.get("display_model"))
-            if value:
-                return value
-        return ""
+        return self._first_value("display_model")
 
     @property
     def first_query(self) -> str:
-        for entry in self.entries:
-            value = as_str(entry.get("query_str") or entry.get("query"))
-            if value:
-                return value
-        return ""
+        return self._first_value("query_str", "query")
 
     @property
     def listing_mode(self) -> str:
@@ -107,11 +109,7 @@ class ThreadRecord:
 
     @property
     def slug(self) -> str:
-        for entry in self.entries:
-            value = as_str(entry.get("thread_url_slug"))
-            if value:
-                return value
-        return self.uuid
+        return self._first_value("thread_url_slug") or self.uuid
 
     @property
     def status(self) -> str:

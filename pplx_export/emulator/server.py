@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, Unpack, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pplx_export.emulator import routes
@@ -49,13 +49,8 @@ from pplx_export.util.bundle import Replay, body_bytes
 
 JSON = dict[str, Any]
 
+# The defaults and the session cookie's name live in app.py (the package exports them).
 __all__ = [
-    "DEFAULT_EMAIL",
-    "DEFAULT_NAME",
-    "DEFAULT_PAGE_SIZE",
-    "DEFAULT_TOKEN",
-    "DEFAULT_USERNAME",
-    "SESSION_COOKIE",
     "EmulatorServer",
     "RunningEmulator",
     "make_server",
@@ -385,35 +380,28 @@ class RunningEmulator:
         return answer
 
 
+class ServeOptions(TypedDict, total=False):
+    """What `run_emulator` passes on to `make_server` (its defaults there)."""
+
+    page_size: int
+    faults: str | FaultSpec
+    seed: int
+    email: str
+    name: str
+    username: str
+    session_token: str
+    extra_accounts: dict[str, tuple[str, str]] | None
+    listing: str
+    replay: Path | str | None
+
+
 @contextlib.contextmanager
 def run_emulator(
-    library: Library | Path | str | None = None,
-    *,
-    page_size: int = DEFAULT_PAGE_SIZE,
-    faults: str = "",
-    seed: int = 0,
-    email: str = DEFAULT_EMAIL,
-    name: str = DEFAULT_NAME,
-    username: str = DEFAULT_USERNAME,
-    session_token: str = DEFAULT_TOKEN,
-    extra_accounts: dict[str, tuple[str, str]] | None = None,
-    listing: str = DEFAULT_LISTING,
-    replay: Path | str | None = None,
+    library: Library | Path | str | None = None, **options: Unpack[ServeOptions]
 ) -> Iterator[RunningEmulator]:
-    """Serve on 127.0.0.1:<free port> in a background thread for the duration of the block."""
-    server = make_server(
-        library,
-        page_size=page_size,
-        faults=faults,
-        seed=seed,
-        email=email,
-        name=name,
-        username=username,
-        session_token=session_token,
-        extra_accounts=extra_accounts,
-        listing=listing,
-        replay=replay,
-    )
+    """Serve on 127.0.0.1:<free port> in a background thread for the duration of the block
+    (the options are `make_server`'s but the address and request log)."""
+    server = make_server(library, **options)
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
     )

@@ -136,14 +136,18 @@ def _background_runs(bg_entries: list[Any]) -> dict[str, _BgRun]:
     return runs
 
 
-def computer_map(
+def build_sub_map(
     main_entries: list[Any],
     bg_entries: list[Any],
     bg_plain: list[Any],
     plain_main: list[Any],
     walks: BlockWalks | None = None,
 ) -> dict[str, SubAgent]:
+    """Council first (keyed by model id); otherwise the computer sub-agents (keyed by run id)."""
     walks = walks or BlockWalks()
+    council = council_map(main_entries, walks)
+    if council:
+        return council
     runs = _background_runs(bg_entries)
     plain_by_uuid = {as_str(e.get("uuid")): e for e in dicts(bg_plain) if as_str(e.get("uuid"))}
     main_locked = {as_str(e.get("uuid")): as_str(e.get("locked_reason")) for e in dicts(plain_main)}
@@ -202,18 +206,3 @@ def _computer_agent(
         # its payload may still carry an answer TEXT item; keep it rather than lose it.
         sub.answer = wf_block_answer(top)
     return sub
-
-
-def build_sub_map(
-    main_entries: list[Any],
-    bg_entries: list[Any],
-    bg_plain: list[Any],
-    plain_main: list[Any],
-    walks: BlockWalks | None = None,
-) -> dict[str, SubAgent]:
-    """Council first (keyed by model id); otherwise the computer sub-agents (keyed by run id)."""
-    walks = walks or BlockWalks()
-    council = council_map(main_entries, walks)
-    if council:
-        return council
-    return computer_map(main_entries, bg_entries, bg_plain, plain_main, walks)

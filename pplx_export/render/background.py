@@ -11,18 +11,15 @@ from __future__ import annotations
 from pplx_export.models import RunLog, WfPayload
 from pplx_export.render.context import Ctx
 from pplx_export.render.items import is_the_answer
-from pplx_export.render.latex import norm
 from pplx_export.render.shown import Shown
 from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.text import (
-    WORK_TOP,
-    demote,
     details,
     join_blocks,
-    model_links,
     one_line,
     quote,
     time_range,
+    work_md,
 )
 
 
@@ -68,10 +65,7 @@ def background_log(ctx: Ctx, log: RunLog, shown_md: str) -> str:
         and not is_the_answer(ctx, log.answer)
         and log.answer not in Shown(shown_md)
     ):
-        blocks.append(
-            f"**{ctx.labels.conclusion}{ctx.labels.colon}**\n\n"
-            + demote(model_links(norm(log.answer.strip("\n"))), WORK_TOP)
-        )
+        blocks.append(ctx.labels.labelled(ctx.labels.conclusion, work_md(log.answer.strip("\n"))))
     body = join_blocks(blocks)
     if not body:
         return ""

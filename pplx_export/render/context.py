@@ -48,59 +48,30 @@ class Ctx:
     def sub_map(self) -> dict[str, SubAgent]:
         return self.conv.sub_agents
 
-    def with_answer(self, answer: str, pointer: str = "") -> Ctx:
+    def _copy(self, answer: str, locked_reason: str, pointer: str, page: str) -> Ctx:
+        """This context with the per-block fields given (the with_* copies)."""
         # Direct construction: dataclasses.replace costs ten times as much, per nested block.
         return Ctx(
             self.labels,
             self.conv,
             answer,
-            self.locked_reason,
+            locked_reason,
             pointer,
-            self.memo,
-            self.flavor,
-            self.files,
-            self.page,
-            self.space_page,
-        )
-
-    def with_locked_reason(self, locked_reason: str) -> Ctx:
-        return Ctx(
-            self.labels,
-            self.conv,
-            self.answer,
-            locked_reason,
-            self.pointer,
-            self.memo,
-            self.flavor,
-            self.files,
-            self.page,
-            self.space_page,
-        )
-
-    def with_turn(self, answer: str, locked_reason: str) -> Ctx:
-        return Ctx(
-            self.labels,
-            self.conv,
-            answer,
-            locked_reason,
-            self.labels.to_answer,
-            self.memo,
-            self.flavor,
-            self.files,
-            self.page,
-            self.space_page,
-        )
-
-    def with_page(self, page: str) -> Ctx:
-        return Ctx(
-            self.labels,
-            self.conv,
-            self.answer,
-            self.locked_reason,
-            self.pointer,
             self.memo,
             self.flavor,
             self.files,
             page,
             self.space_page,
         )
+
+    def with_answer(self, answer: str, pointer: str = "") -> Ctx:
+        return self._copy(answer, self.locked_reason, pointer, self.page)
+
+    def with_locked_reason(self, locked_reason: str) -> Ctx:
+        return self._copy(self.answer, locked_reason, self.pointer, self.page)
+
+    def with_turn(self, answer: str, locked_reason: str) -> Ctx:
+        return self._copy(answer, locked_reason, self.labels.to_answer, self.page)
+
+    def with_page(self, page: str) -> Ctx:
+        return self._copy(self.answer, self.locked_reason, self.pointer, page)

@@ -76,10 +76,7 @@ def appendix_item(ctx: Ctx, item: AppendixItem) -> str:
     lb = ctx.labels
     wp = item.payload
     facts = [f"{lb.status}{lb.sep}`{wp.status or lb.unknown}`"]
-    if item.locked_reason:
-        facts.append(f"locked_reason{lb.sep}`{item.locked_reason}`")
-    if wp.model:
-        facts.append(f"{lb.model}{lb.sep}`{wp.model}`")
+    facts += lb.code_facts(("locked_reason", item.locked_reason), (lb.model, wp.model))
     start = step_time(wp.started_at)
     if wp.completed_at:
         facts.append(f"{lb.time}{lb.sep}{start or '?'} → {step_time(wp.completed_at)}")

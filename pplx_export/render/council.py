@@ -5,17 +5,14 @@ from __future__ import annotations
 from pplx_export.models import WfPayload, WfStep
 from pplx_export.parse.views import QUERIES, SOURCES
 from pplx_export.render.context import Ctx
-from pplx_export.render.latex import norm
 from pplx_export.render.text import (
-    WORK_TOP,
     bold,
-    demote,
     details,
     join_blocks,
     link,
-    model_links,
     one_line,
     summary_text,
+    work_md,
 )
 from pplx_export.render.tree import COUNCIL_MODE, conclusion_of, render_item, step_heading
 
@@ -91,10 +88,7 @@ def _model_block(ctx: Ctx, wp: WfPayload) -> str:
         stat.append(tag)
     blocks = [f"{lb.model}{lb.sep}`{model}`" if model else "", *body]
     if answer.strip():
-        blocks.append(
-            f"**{lb.model_answer}{lb.colon}**\n\n"
-            + demote(model_links(norm(answer.strip("\n"))), WORK_TOP)
-        )
+        blocks.append(lb.labelled(lb.model_answer, work_md(answer.strip("\n"))))
     return details(summary_text(name + lb.par(" · ".join(stat))), join_blocks(blocks), ctx.flavor)
 
 

@@ -21,10 +21,10 @@ from pplx_export.render.text import (
     fenced,
     join_blocks,
     link,
-    model_links,
     quote,
     squash,
     summary_text,
+    work_md,
 )
 
 
@@ -76,9 +76,7 @@ def render_text(ctx: Ctx, item: WfItem) -> str:
         # the final answer) leaves a pointer.
         return "" if variant == "answer" or not ctx.pointer else f"*{ctx.pointer}*"
     if variant == "answer":
-        return f"**{ctx.labels.intermediate_answer}{ctx.labels.colon}**\n\n" + demote(
-            model_links(norm(text)), WORK_TOP
-        )
+        return ctx.labels.labelled(ctx.labels.intermediate_answer, work_md(text))
     if variant in ("thought", "thinking"):
         return quote(demote(norm(text.strip("\n")), WORK_TOP))
     header = tp.header
@@ -93,7 +91,7 @@ def render_text(ctx: Ctx, item: WfItem) -> str:
         )
     if tp.is_mono or tp.code:
         return fenced(text, tp.code)
-    return demote(model_links(norm(text)), WORK_TOP)
+    return work_md(text)
 
 
 def _header_label(ctx: Ctx, header: str) -> str:
@@ -132,9 +130,7 @@ def _with_the_answer(ctx: Ctx, item: WfItem) -> bool:
 def render_queries(ctx: Ctx, item: WfItem) -> str:
     if not item.queries:
         return ""
-    return f"**{ctx.labels.searching}{ctx.labels.colon}**\n\n" + "\n".join(
-        f"- {q}" for q in item.queries
-    )
+    return ctx.labels.labelled(ctx.labels.searching, "\n".join(f"- {q}" for q in item.queries))
 
 
 def render_todo(ctx: Ctx, item: WfItem) -> str:

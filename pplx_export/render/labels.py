@@ -9,6 +9,7 @@ helpers) and its `en` and `zh` values; a new label or language adds lines here, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -158,6 +159,14 @@ class Labels:
         if not self.lparen and not self.rparen:
             return ""
         return f"{self.lparen}{text}{self.rparen}"
+
+    def labelled(self, label: str, body: str) -> str:
+        """`**label:**` above `body`, a blank line between (a run's prompt, answer, sources)."""
+        return f"**{label}{self.colon}**\n\n" + body
+
+    def code_facts(self, *facts: tuple[str, str]) -> list[str]:
+        """`label: `value`` for each (label, value) with a value (a run's status line)."""
+        return [f"{label}{self.sep}`{value}`" for label, value in facts if value]
 
     def tag(self, status: str | None, locked_reason: str | None = None) -> str:
         """Interruption tag for a workflow status ("" when completed or unknown)."""
@@ -462,3 +471,168 @@ CATALOGS = MappingProxyType({"en": EN, "zh": ZH})
 def labels_for(lang: str) -> Labels:
     """The catalog for `lang` ("en" when unknown)."""
     return CATALOGS.get(lang, EN)
+
+
+# --- The relations graph (relations/graph.md) ---
+
+
+@dataclass(frozen=True)
+class GraphLabels:
+    title: str
+    edges: str
+    kind: str
+    count: str
+    same_space: str
+    same_prompt: str
+    references: str
+    subagent_of: str
+    threads_n: Callable[[int], str]
+    none: str
+    archived_note: str
+    chain_sep: str
+    more_n: Callable[[int], str]
+
+
+GRAPH_EN = GraphLabels(
+    title="Relations graph",
+    edges="Edges",
+    kind="kind",
+    count="count",
+    same_space="Same space (same_space)",
+    same_prompt="Identical first queries (same_prompt, chained by time)",
+    references="References (references)",
+    subagent_of="Sub-agents (subagent_of; dst is the run id)",
+    threads_n=lambda n: f"{n} thread" if n == 1 else f"{n} threads",
+    none="(none)",
+    archived_note=" (sub-agent thread archived: {uuid})",
+    chain_sep=", ",
+    more_n=lambda n: f"… and {n} more (all in edges.jsonl)",
+)
+GRAPH_ZH = GraphLabels(
+    title="对话关系图",
+    edges="边数",
+    kind="关系类型",
+    count="数量",
+    same_space="空间共现（same_space）",
+    same_prompt="首问全等簇（same_prompt，时序链式连边）",
+    references="引用（references）",
+    subagent_of="子代理（subagent_of，dst 为 toolu_X 运行 id）",
+    threads_n=lambda n: f"{n} 个对话",
+    none="（无）",
+    archived_note="（子代理线程已归档: {uuid}）",
+    chain_sep="，",
+    more_n=lambda n: f"……另有 {n} 个（完整列表见 edges.jsonl）",
+)
+
+
+def graph_labels(lang: str) -> GraphLabels:
+    """The relations graph's catalog for `lang` ("en" when unknown)."""
+    return GRAPH_ZH if lang == "zh" else GRAPH_EN
+
+
+# --- The space pages (spaces/<slug>.md, spaces/index.md) ---
+
+PERMISSIONS_EN = {4: "owner", 3: "can manage", 2: "can edit", 1: "can view"}
+PERMISSIONS_ZH = {4: "所有者", 3: "可管理", 2: "可编辑", 1: "可查看"}
+
+
+@dataclass(frozen=True)
+class SpaceLabels:
+    spaces: str
+    no_space: str
+    no_space_intro: str
+    slug: str
+    uuid: str
+    description: str
+    owner: str
+    members: str
+    member: str
+    username: str
+    permission: str
+    participants: str
+    threads: str
+    title: str
+    author: str
+    mode: str
+    date: str
+    archive: str
+    folder: str
+    not_exported: str
+    meta_missing: str
+    meta_error: str
+    meta_via: str
+    space: str
+    page: str
+    exported: str
+    summary: str
+    unknown: str
+    permissions: dict[int, str]
+
+
+SPACE_EN = SpaceLabels(
+    spaces="Spaces",
+    no_space="Threads in no space",
+    no_space_intro="Threads that belong to no space.",
+    slug="Slug",
+    uuid="UUID",
+    description="Description",
+    owner="Owner",
+    members="Members",
+    member="member",
+    username="username",
+    permission="permission",
+    participants="Participants",
+    threads="Threads",
+    title="title",
+    author="author",
+    mode="mode",
+    date="date",
+    archive="archive",
+    folder="folder",
+    not_exported="not exported",
+    meta_missing="Members unknown: run `pplx-export spaces --fetch-meta`.",
+    meta_error="Metadata unavailable: {error}",
+    meta_via="Metadata as seen by account {account}.",
+    space="space",
+    page="page",
+    exported="exported",
+    summary="{spaces} spaces, {threads} threads ({no_space} in no space).",
+    unknown="unknown",
+    permissions=PERMISSIONS_EN,
+)
+SPACE_ZH = SpaceLabels(
+    spaces="空间",
+    no_space="不属于任何空间的对话",
+    no_space_intro="以下对话不属于任何空间。",
+    slug="Slug",
+    uuid="UUID",
+    description="描述",
+    owner="所有者",
+    members="成员",
+    member="成员",
+    username="用户名",
+    permission="权限",
+    participants="参与者",
+    threads="对话",
+    title="标题",
+    author="作者",
+    mode="模式",
+    date="日期",
+    archive="归档",
+    folder="目录",
+    not_exported="未导出",
+    meta_missing="成员未知：请运行 `pplx-export spaces --fetch-meta`。",
+    meta_error="无法获取元数据：{error}",
+    meta_via="元数据来自账户 {account}。",
+    space="空间",
+    page="页面",
+    exported="已导出",
+    summary="{spaces} 个空间，{threads} 个对话（{no_space} 个不属于任何空间）。",
+    unknown="未知",
+    permissions=PERMISSIONS_ZH,
+)
+
+
+def space_labels(lang: str) -> SpaceLabels:
+    """The space pages' catalog for `lang` ("en" when unknown)."""
+    return SPACE_ZH if lang == "zh" else SPACE_EN

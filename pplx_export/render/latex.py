@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from pplx_export.util.spans import outside
+
 _FENCE = re.compile(r"`{3,}")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _EMPTY_CITATION = re.compile(r"\\\[\\\]")
@@ -28,14 +30,7 @@ def _prose(text: str) -> str:
 
 
 def _prose_with_spans(text: str) -> str:
-    out: list[str] = []
-    pos = 0
-    for m in _INLINE_CODE.finditer(text):
-        out.append(_prose(text[pos : m.start()]))
-        out.append(m.group(0))
-        pos = m.end()
-    out.append(_prose(text[pos:]))
-    return "".join(out)
+    return outside(text, _INLINE_CODE, _prose)
 
 
 def split_code(text: str) -> list[tuple[bool, str]]:

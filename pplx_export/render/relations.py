@@ -8,11 +8,12 @@ to read also get a Mermaid diagram (GitHub and most Markdown viewers draw it).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 
 from pplx_export.models import RelationEdge
+from pplx_export.render.labels import GraphLabels, graph_labels
 from pplx_export.render.text import GITHUB, link, one_line
 
 MERMAID_MAX_NODES = 25  # past this a diagram is a hairball, not a help
@@ -25,59 +26,6 @@ LISTED_MAX = 20
 class ThreadRef:
     rel: str  # thread directory relative to the archive root
     title: str
-
-
-@dataclass(frozen=True)
-class GraphLabels:
-    title: str
-    edges: str
-    kind: str
-    count: str
-    same_space: str
-    same_prompt: str
-    references: str
-    subagent_of: str
-    threads_n: Callable[[int], str]
-    none: str
-    archived_note: str
-    chain_sep: str
-    more_n: Callable[[int], str]
-
-
-EN = GraphLabels(
-    title="Relations graph",
-    edges="Edges",
-    kind="kind",
-    count="count",
-    same_space="Same space (same_space)",
-    same_prompt="Identical first queries (same_prompt, chained by time)",
-    references="References (references)",
-    subagent_of="Sub-agents (subagent_of; dst is the run id)",
-    threads_n=lambda n: f"{n} thread" if n == 1 else f"{n} threads",
-    none="(none)",
-    archived_note=" (sub-agent thread archived: {uuid})",
-    chain_sep=", ",
-    more_n=lambda n: f"… and {n} more (all in edges.jsonl)",
-)
-ZH = GraphLabels(
-    title="对话关系图",
-    edges="边数",
-    kind="关系类型",
-    count="数量",
-    same_space="空间共现（same_space）",
-    same_prompt="首问全等簇（same_prompt，时序链式连边）",
-    references="引用（references）",
-    subagent_of="子代理（subagent_of，dst 为 toolu_X 运行 id）",
-    threads_n=lambda n: f"{n} 个对话",
-    none="（无）",
-    archived_note="（子代理线程已归档: {uuid}）",
-    chain_sep="，",
-    more_n=lambda n: f"……另有 {n} 个（完整列表见 edges.jsonl）",
-)
-
-
-def graph_labels(lang: str) -> GraphLabels:
-    return ZH if lang == "zh" else EN
 
 
 def render_edges_jsonl(edges: list[RelationEdge]) -> str:

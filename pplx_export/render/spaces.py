@@ -12,11 +12,9 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring
 
 from pplx_export.models import JSON
+from pplx_export.render.labels import SpaceLabels, space_labels
 from pplx_export.render.text import GITHUB, cell, link, one_line
 from pplx_export.util.jsontext import dumps_indented
-
-PERMISSIONS_EN = {4: "owner", 3: "can manage", 2: "can edit", 1: "can view"}
-PERMISSIONS_ZH = {4: "所有者", 3: "可管理", 2: "可编辑", 1: "可查看"}
 
 
 @dataclass
@@ -76,107 +74,6 @@ class SpacePage:
     @property
     def exported(self) -> int:
         return sum(1 for t in self.threads if t.dir)
-
-
-@dataclass(frozen=True)
-class SpaceLabels:
-    spaces: str
-    no_space: str
-    no_space_intro: str
-    slug: str
-    uuid: str
-    description: str
-    owner: str
-    members: str
-    member: str
-    username: str
-    permission: str
-    participants: str
-    threads: str
-    title: str
-    author: str
-    mode: str
-    date: str
-    archive: str
-    folder: str
-    not_exported: str
-    meta_missing: str
-    meta_error: str
-    meta_via: str
-    space: str
-    page: str
-    exported: str
-    summary: str
-    unknown: str
-    permissions: dict[int, str]
-
-
-EN = SpaceLabels(
-    spaces="Spaces",
-    no_space="Threads in no space",
-    no_space_intro="Threads that belong to no space.",
-    slug="Slug",
-    uuid="UUID",
-    description="Description",
-    owner="Owner",
-    members="Members",
-    member="member",
-    username="username",
-    permission="permission",
-    participants="Participants",
-    threads="Threads",
-    title="title",
-    author="author",
-    mode="mode",
-    date="date",
-    archive="archive",
-    folder="folder",
-    not_exported="not exported",
-    meta_missing="Members unknown: run `pplx-export spaces --fetch-meta`.",
-    meta_error="Metadata unavailable: {error}",
-    meta_via="Metadata as seen by account {account}.",
-    space="space",
-    page="page",
-    exported="exported",
-    summary="{spaces} spaces, {threads} threads ({no_space} in no space).",
-    unknown="unknown",
-    permissions=PERMISSIONS_EN,
-)
-ZH = SpaceLabels(
-    spaces="空间",
-    no_space="不属于任何空间的对话",
-    no_space_intro="以下对话不属于任何空间。",
-    slug="Slug",
-    uuid="UUID",
-    description="描述",
-    owner="所有者",
-    members="成员",
-    member="成员",
-    username="用户名",
-    permission="权限",
-    participants="参与者",
-    threads="对话",
-    title="标题",
-    author="作者",
-    mode="模式",
-    date="日期",
-    archive="归档",
-    folder="目录",
-    not_exported="未导出",
-    meta_missing="成员未知：请运行 `pplx-export spaces --fetch-meta`。",
-    meta_error="无法获取元数据：{error}",
-    meta_via="元数据来自账户 {account}。",
-    space="空间",
-    page="页面",
-    exported="已导出",
-    summary="{spaces} 个空间，{threads} 个对话（{no_space} 个不属于任何空间）。",
-    unknown="未知",
-    permissions=PERMISSIONS_ZH,
-)
-
-
-def space_labels(lang: str) -> SpaceLabels:
-    return ZH if lang == "zh" else EN
 
 
 def emoji_char(value: str) -> str:
@@ -254,11 +151,8 @@ def render_space_page(page: SpacePage, lang: str = "en", flavor: str = GITHUB) -
     if page.no_space:
         out += [lb.no_space_intro, ""]
     else:
-        facts = []
-        if page.slug:
-            facts.append(f"- {lb.slug}: `{cell(one_line(page.slug))}`")
-        if page.uuid:
-            facts.append(f"- {lb.uuid}: `{cell(one_line(page.uuid))}`")
+        ids = ((lb.slug, page.slug), (lb.uuid, page.uuid))
+        facts = [f"- {label}: `{cell(one_line(value))}`" for label, value in ids if value]
         if page.description:
             facts.append(f"- {lb.description}: {one_line(page.description)}")
         out += [*facts, ""] if facts else []

@@ -79,7 +79,7 @@ def _council_research(ctx: Ctx, step: Step) -> str:
             body.append(rendered)
         if state.answer.strip():
             answer = demote(state.answer.strip("\n"), WORK_TOP)
-            body.append(f"**{lb.model_answer}{lb.colon}**\n\n" + answer)
+            body.append(lb.labelled(lb.model_answer, answer))
         summary = f"{lb.model}{lb.sep}{state.model}" + (
             lb.par(state.status) if state.status else ""
         )

@@ -9,21 +9,18 @@ from pplx_export.models import Step, SubAgent, Turn, WfPayload, WfStep
 from pplx_export.render.background import background_log, background_payloads, launcher_line
 from pplx_export.render.context import Ctx
 from pplx_export.render.items import is_the_answer
-from pplx_export.render.latex import norm
 from pplx_export.render.plan import plan_block, plan_goals, step_titles
 from pplx_export.render.shown import Shown
 from pplx_export.render.steps import novel_steps, render_step, render_steps
 from pplx_export.render.text import (
-    WORK_TOP,
     bold,
-    demote,
     details,
     join_blocks,
     link,
-    model_links,
     one_line,
     quote,
     time_range,
+    work_md,
 )
 from pplx_export.render.tree import nested, nested_steps, render_item
 from pplx_export.util.timefmt import parse_iso
@@ -82,10 +79,7 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
     """Prompt, plan, work process, conclusion and citations of a mapped sub-agent."""
     lb = ctx.labels
     meta = [f"{lb.run_id}{lb.sep}`{sub.sub_id}`"]
-    if sub.status:
-        meta.append(f"{lb.status}{lb.sep}`{sub.status}`")
-    if wp.model:
-        meta.append(f"{lb.model}{lb.sep}`{wp.model}`")
+    meta += lb.code_facts((lb.status, sub.status), (lb.model, wp.model))
     blocks = [quote(" · ".join(meta)), launcher_line(ctx, sub.sub_id)]
     # Two copies of the run exist: the workflow payload in the launching turn (titled steps,
     # may lag) and the background entry's step log (the parser's sub.steps). The payload is
@@ -98,7 +92,7 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
         if prompt.strip() and prompt not in Shown("\n".join(prompts)):
             prompts.append(prompt.strip("\n"))
     if prompts:
-        blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote("\n\n".join(prompts)))
+        blocks.append(lb.labelled(lb.prompt, quote("\n\n".join(prompts))))
     plan_at = len(blocks)  # the plan goes here, once the steps it may repeat are known
     primary = copies[0] if copies else wp
     seen = frozenset({id(wp), *(id(c) for c in copies)})
@@ -148,16 +142,13 @@ def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
         # sub-agent): shown once, in the Answer section.
         blocks.append(f"**{lb.subagent_conclusion}{lb.colon}** *{lb.to_answer}*")
     elif answer.strip():
-        blocks.append(
-            f"**{lb.subagent_conclusion}{lb.colon}**\n\n"
-            + demote(model_links(norm(answer.strip("\n"))), WORK_TOP)
-        )
+        blocks.append(lb.labelled(lb.subagent_conclusion, work_md(answer.strip("\n"))))
     if (
         conclusion.strip()
         and answer.strip() != conclusion.strip()
         and not is_the_answer(ctx, conclusion)
     ):
-        blocks.append(demote(model_links(norm(conclusion.strip("\n"))), WORK_TOP))
+        blocks.append(work_md(conclusion.strip("\n")))
     lines = ["- " + link(c.name, c.url) for c in sub.sources if c.url]
     known = set(lines)
     lines += [c for c in cited if c not in known]
@@ -194,7 +185,7 @@ def render_subagent_step(ctx: Ctx, i: int, step: WfStep) -> str:
     elif wp.steps:
         blocks.append(nested(ctx, wp, 0, frozenset({id(wp)}), lb.subagent, lr))
     elif wp.prompt.strip():
-        blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(wp.prompt.strip("\n")))
+        blocks.append(lb.labelled(lb.prompt, quote(wp.prompt.strip("\n"))))
     # Other items on the step (not the anchor payloads) and further payloads.
     for item in step.items:
         wpi = item.workflow

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
+from pplx_export.render.latex import norm
 from pplx_export.util.jsontext import dumps_indented
 
 _BACKTICK_RUN = re.compile(r"`+")
@@ -155,6 +156,12 @@ def model_links(md: str) -> str:
 WORK_TOP = 4
 
 
+def work_md(md: str) -> str:
+    """Model-written Markdown inside the work process: LaTeX delimiters normalised, app-only
+    model links bold, its headings from WORK_TOP down."""
+    return demote(model_links(norm(md)), WORK_TOP)
+
+
 def cell(text: str) -> str:
     """One Markdown table cell: never truncated; pipes escaped, line breaks kept as <br>."""
     # Double any backslashes before a pipe so the pipe itself stays escaped.
@@ -287,15 +294,21 @@ def squash(text: str) -> str:
     # mostly punctuation and spaces); the regex then only sees the non-ASCII rest.
     if "<" in text or "[!" in text:
         text = _LAYOUT_TAG.sub("", text)
+    return _drop_non_word(text, _ASCII_NON_WORD, _NON_WORD)
+
+
+def _drop_non_word(text: str, ascii_drop: bytes, non_word: re.Pattern[str]) -> str:
+    """`text` without the bytes `ascii_drop` and the rest of what `non_word` matches,
+    case-folded (`squash` and `squash_lines` after the layout tags are gone)."""
     kept = text.encode("utf-8", "surrogatepass")
-    rest = kept.translate(None, _ASCII_NON_WORD).decode("utf-8", "surrogatepass")
+    rest = kept.translate(None, ascii_drop).decode("utf-8", "surrogatepass")
     if not rest.isascii():
         # Mostly the renderer's own separators: dropped in C passes, and the slow
         # per-character regex only runs if anything non-ASCII is left.
         for mark in _OWN_MARKS:
             rest = rest.replace(mark, "")
         if not rest.isascii():
-            return _NON_WORD.sub("", rest).casefold()
+            return non_word.sub("", rest).casefold()
     return rest.lower()
 
 
@@ -308,14 +321,7 @@ def squash_lines(text: str) -> list[str]:
     line breaks kept): a page's atoms for "already shown?" lookups."""
     if "<" in text:
         text = _LAYOUT_TAG.sub("", text)
-    kept = text.encode("utf-8", "surrogatepass")
-    rest = kept.translate(None, _ASCII_NON_WORD_KEEP_LF).decode("utf-8", "surrogatepass")
-    if not rest.isascii():
-        for mark in _OWN_MARKS:
-            rest = rest.replace(mark, "")
-        if not rest.isascii():
-            return _NON_WORD_KEEP_LF.sub("", rest).casefold().split("\n")
-    return rest.lower().split("\n")
+    return _drop_non_word(text, _ASCII_NON_WORD_KEEP_LF, _NON_WORD_KEEP_LF).split("\n")
 
 
 def squashed_on_page(text: str, squashed: str, page: str) -> bool:

@@ -35,18 +35,16 @@ from pplx_export.render.labels import Labels
 from pplx_export.render.latex import norm
 from pplx_export.render.shown import Shown, item_atoms
 from pplx_export.render.text import (
-    WORK_TOP,
     bold,
-    demote,
     details,
     join_blocks,
     link,
-    model_links,
     one_line,
     payload_fold,
     quote,
     summary_text,
     time_range,
+    work_md,
 )
 
 COUNCIL_MODE = "LLM_COUNCIL"
@@ -117,7 +115,7 @@ def flattened(ctx: Ctx, top: WfPayload, seen: frozenset[int]) -> str:
         tag = lb.tag(wp.status, ctx.locked_reason)
         blocks = [f"{head} · {tag}" if tag else head]
         if wp.prompt.strip():
-            blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(wp.prompt.strip("\n")))
+            blocks.append(lb.labelled(lb.prompt, quote(wp.prompt.strip("\n"))))
         children: list[WfPayload] = []
         conclusion = conclusion_of(wp)
         inner = ctx.with_answer(conclusion, lb.to_conclusion)  # shown once, below
@@ -135,10 +133,7 @@ def flattened(ctx: Ctx, top: WfPayload, seen: frozenset[int]) -> str:
             if label_line or parts:
                 blocks.append(join_blocks([label_line, *parts]))
         if conclusion.strip():
-            blocks.append(
-                f"**{lb.conclusion}{lb.colon}**\n\n"
-                + demote(model_links(norm(conclusion.strip("\n"))), WORK_TOP)
-            )
+            blocks.append(lb.labelled(lb.conclusion, work_md(conclusion.strip("\n"))))
         out.append(join_blocks(blocks))
         # Children next, in their order (a stack: pushed last to first).
         stack += [(child, path) for child in reversed(children)]
@@ -214,20 +209,6 @@ def conclusion_of(wp: WfPayload) -> str:
     return found
 
 
-def nested_body(
-    ctx: Ctx,
-    wp: WfPayload,
-    depth: int,
-    seen: frozenset[int],
-    shown_md: str | None = None,
-    answer: str = "",
-) -> tuple[list[str], str, list[str]]:
-    """(body parts, conclusion, citation lines) of a nested workflow payload (`nested_steps`
-    without the times)."""
-    timed, conclusion, cited = nested_steps(ctx, wp, depth, seen, shown_md, answer)
-    return [text for _, text in timed], conclusion, cited
-
-
 def nested_steps(
     ctx: Ctx,
     wp: WfPayload,
@@ -296,7 +277,8 @@ def nested(
     lb = ctx.labels
     lr = ctx.locked_reason if locked_reason is None else locked_reason
     ctx = ctx.with_locked_reason(lr)
-    parts, conclusion, cited = nested_body(ctx, wp, depth, seen)
+    timed, conclusion, cited = nested_steps(ctx, wp, depth, seen)
+    parts = [text for _, text in timed]
     stat = (
         lb.steps_n.format(n=len(parts))  # the steps shown
         + " · "
@@ -310,11 +292,7 @@ def nested(
     headline = wp.headline.strip() or lb.untitled
     summary = summary_text(f"{label}{lb.sep}{headline}{lb.par(stat)}")
 
-    meta = []
-    if wp.status:
-        meta.append(f"{lb.status}{lb.sep}`{wp.status}`")
-    if wp.model:
-        meta.append(f"{lb.model}{lb.sep}`{wp.model}`")
+    meta = lb.code_facts((lb.status, wp.status), (lb.model, wp.model))
     span = time_range(wp.started_at, wp.completed_at)
     if span:
         meta.append(f"{lb.time}{lb.sep}{span.removeprefix(' — ')}")
@@ -322,13 +300,10 @@ def nested(
         meta = [meta_line] if meta_line else []
     blocks = [quote(" · ".join(meta))] if meta else []
     if wp.prompt.strip():
-        blocks.append(f"**{lb.prompt}{lb.colon}**\n\n" + quote(wp.prompt.strip("\n")))
+        blocks.append(lb.labelled(lb.prompt, quote(wp.prompt.strip("\n"))))
     blocks += parts if parts else [lb.no_steps]
     if conclusion.strip():
-        blocks.append(
-            f"**{lb.conclusion}{lb.colon}**\n\n"
-            + demote(model_links(norm(conclusion.strip("\n"))), WORK_TOP)
-        )
+        blocks.append(lb.labelled(lb.conclusion, work_md(conclusion.strip("\n"))))
     if cited:
-        blocks.append(f"**{lb.cited}{lb.colon}**\n\n" + "\n".join(cited))
+        blocks.append(lb.labelled(lb.cited, "\n".join(cited)))
     return details(summary, join_blocks(blocks), ctx.flavor)

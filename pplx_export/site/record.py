@@ -34,6 +34,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 from pplx_export.util import bundle, threadref
 from pplx_export.util.atomic import atomic_write_text
+from pplx_export.util.spans import outside
 
 # Request headers worth keeping (cookies and authorization are never among them).
 REQUEST_HEADERS = ("user-agent", "accept", "content-type")
@@ -222,14 +223,7 @@ def _shape_keeping(text: str) -> str:
     keep = re.compile(
         r"email-\d+@redacted\.invalid|user-id-\d+|name-\d+|rwt-\d+|sig-\d+|https?://\S+"
     )
-    out: list[str] = []
-    pos = 0
-    for m in keep.finditer(text):
-        out.append(shape(text[pos : m.start()]))
-        out.append(m.group(0))
-        pos = m.end()
-    out.append(shape(text[pos:]))
-    return "".join(out)
+    return outside(text, keep, shape)
 
 
 def _decode(text: str) -> Any:

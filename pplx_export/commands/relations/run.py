@@ -21,12 +21,8 @@ from pplx_export.context import RunOptions
 from pplx_export.models import JSON
 from pplx_export.pipeline.relation_edges import KINDS, build_edges
 from pplx_export.pipeline.relation_facts import ParseFn, save_cache, scan_facts
-from pplx_export.render.relations import (
-    ThreadRef,
-    graph_labels,
-    render_edges_jsonl,
-    render_graph_md,
-)
+from pplx_export.render.labels import graph_labels
+from pplx_export.render.relations import ThreadRef, render_edges_jsonl, render_graph_md
 from pplx_export.store.lock import archive_lock
 from pplx_export.util.atomic import write_if_changed
 from pplx_export.util.gcpause import gc_paused

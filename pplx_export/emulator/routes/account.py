@@ -29,25 +29,22 @@ def session(req: Request) -> Response:
     )
 
 
+# The catalog's models: (id, label, mode, provider).
+_MODELS = (
+    ("pplx_pro", "Best", "search", "perplexity"),
+    ("experimental", "Sonar 2", "search", "perplexity"),
+    ("pplx_alpha", "Deep Research", "research", "perplexity"),
+    ("pplx_agentic_research", "Model Council", "agentic_research", "perplexity"),
+    ("pplx_study", "Study", "study", "perplexity"),
+    ("pplx_asi", "Computer", "asi", "perplexity"),
+    ("gpt56_sol_thinking", "GPT-5.6 Thinking", "search", "openai"),
+    ("claude50opusthinking", "Claude Opus 5.0 Thinking", "search", "anthropic"),
+    ("gemini31pro_high", "Gemini 3.1 Pro", "search", "google"),
+)
 MODELS_CONFIG: JSON = {
     "models": {
-        "pplx_pro": {"label": "Best", "mode": "search", "provider": "perplexity"},
-        "experimental": {"label": "Sonar 2", "mode": "search", "provider": "perplexity"},
-        "pplx_alpha": {"label": "Deep Research", "mode": "research", "provider": "perplexity"},
-        "pplx_agentic_research": {
-            "label": "Model Council",
-            "mode": "agentic_research",
-            "provider": "perplexity",
-        },
-        "pplx_study": {"label": "Study", "mode": "study", "provider": "perplexity"},
-        "pplx_asi": {"label": "Computer", "mode": "asi", "provider": "perplexity"},
-        "gpt56_sol_thinking": {"label": "GPT-5.6 Thinking", "mode": "search", "provider": "openai"},
-        "claude50opusthinking": {
-            "label": "Claude Opus 5.0 Thinking",
-            "mode": "search",
-            "provider": "anthropic",
-        },
-        "gemini31pro_high": {"label": "Gemini 3.1 Pro", "mode": "search", "provider": "google"},
+        model: {"label": label, "mode": mode, "provider": provider}
+        for model, label, mode, provider in _MODELS
     },
     "default_models": {
         "search": "pplx_pro",
