@@ -26,6 +26,7 @@ from tests.e2e_support import (
     redacted,
     served_raw,
 )
+from tests.fsync_support import record_fsyncs
 from tests.upkeep_support import (
     BG_ASSET,
     COMPUTER_UUID,
@@ -76,7 +77,9 @@ def _downloadable(thread_dir: Path) -> list[dict[str, Any]]:
     ]
 
 
-def test_expired_links_are_revived_through_fresh_urls(env: E2E) -> None:
+def test_expired_links_are_revived_through_fresh_urls(
+    env: E2E, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ebike = dir_of(env, EBIKE_UUID)
     (bg,) = [v for v in _versions(ebike) if v["uuid"] == BG_ASSET]  # a background asset
     assert bg["downloaded_to"] == ""
@@ -90,6 +93,7 @@ def test_expired_links_are_revived_through_fresh_urls(env: E2E) -> None:
     env.emu.mutate(url_ttl=600)
     missing = sum(len(_downloadable(d)) for d in (ebike, dir_of(env, COMPUTER_UUID)))
     env.emu.reset_stats()
+    calls = record_fsyncs(monkeypatch)
     result = env.cli("assets-backfill", "--online", "--json")
     assert result.exit_code == 0, result.output
     doc = as_json(result.stdout)
@@ -102,6 +106,10 @@ def test_expired_links_are_revived_through_fresh_urls(env: E2E) -> None:
             assert v["size"] == len(data) and v["sha256"] == hashlib.sha256(data).hexdigest()
     (bg,) = [v for v in _versions(ebike) if v["uuid"] == BG_ASSET]
     assert bg["downloaded_to"] == "assets/files/range_table.pdf"
+    # The downloads and the manifest recording them are the only copies: durable.
+    real = ebike.resolve()
+    for rel in (bg["downloaded_to"], MANIFEST):
+        assert calls.durable(str(real / rel)) is not None, rel
     assert (ebike / bg["downloaded_to"]).read_bytes().startswith(b"%PDF")
     assert leftover_temp_files(env.out) == []
     # The pages were rendered again: they link the downloads, none says "not downloaded".
@@ -142,7 +150,9 @@ def test_access_denied_is_retried_once_with_the_folder_owner(env: E2E) -> None:
     assert all(v["downloaded_to"] for v in _downloadable(dir_of(env, COMPUTER_UUID)))
 
 
-def test_offline_phase_restores_inline_files_and_handles_with_zero_requests(env: E2E) -> None:
+def test_offline_phase_restores_inline_files_and_handles_with_zero_requests(
+    env: E2E, monkeypatch: pytest.MonkeyPatch
+) -> None:
     thread_dir = dir_of(env, COMPUTER_UUID)
     inline = [v for v in _versions(thread_dir) if v.get("extracted_inline")]
     handles = [v for v in _versions(thread_dir) if v.get("no_download_channel")]
@@ -150,6 +160,7 @@ def test_offline_phase_restores_inline_files_and_handles_with_zero_requests(env:
     # An archive of the earlier tool: no inline files, no manifest.
     shutil.rmtree(thread_dir / "assets")
     env.emu.reset_stats()
+    calls = record_fsyncs(monkeypatch)
     result = env.cli("assets-backfill", "--json")
     assert result.exit_code == 0, result.output
     assert env.stats()["total"] == 0
@@ -161,6 +172,10 @@ def test_offline_phase_restores_inline_files_and_handles_with_zero_requests(env:
     assert manifest["count"] == sum(len(f["versions"]) for f in manifest["files"])
     for v in inline:
         assert (thread_dir / v["downloaded_to"]).read_text("utf-8").strip()
+    # Written durably: an archive of the earlier tool has no other copy of the manifest.
+    real = thread_dir.resolve()
+    for rel in [MANIFEST, *(v["downloaded_to"] for v in inline)]:
+        assert calls.durable(str(real / rel)) is not None, rel
 
 
 def test_fetch_blocks_completes_an_archive_of_the_earlier_tool(env: E2E) -> None:

@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,53 +20,16 @@ from pplx_export.archive.migrate import merge_thread_dir
 from pplx_export.emulator import DEFAULT_EMAIL, run_emulator
 from pplx_export.store.batch_state import BatchState
 from tests.e2e_support import E2E, FIXTURES, thread_dirs
+from tests.fsync_support import Calls, record_fsyncs
 
 pytestmark = pytest.mark.skipif(
     not os.path.isdir("/proc/self/fd"), reason="maps file descriptors to paths via /proc"
 )
 
 
-class Calls:
-    """fsync / replace events in order, with the (absolute) paths they touched."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, str]] = []
-
-    def fsynced(self, path: str) -> list[int]:
-        return [i for i, (k, p, _) in enumerate(self.events) if k == "fsync" and p == path]
-
-    def replaced_to(self, final: str) -> list[int]:
-        return [i for i, (k, _, d) in enumerate(self.events) if k == "replace" and d == final]
-
-    def durable(self, final: str) -> int | None:
-        """The event index by which the file renamed to `final` is durable (its temp file
-        fsynced before the rename, its directory after), or None."""
-        for i in self.replaced_to(final):
-            src = self.events[i][1]
-            if not any(j < i for j in self.fsynced(src)):
-                continue
-            after = [j for j in self.fsynced(os.path.dirname(final)) if j > i]
-            if after:
-                return after[0]
-        return None
-
-
 @pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Calls]:
-    record = Calls()
-    real_fsync, real_replace = os.fsync, os.replace
-
-    def fsync(fd: int) -> None:
-        record.events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}"), ""))
-        real_fsync(fd)
-
-    def replace(src: Any, dst: Any) -> None:
-        record.events.append(("replace", os.path.abspath(src), os.path.abspath(dst)))
-        real_replace(src, dst)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(os, "replace", replace)
-    yield record
+def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
+    return record_fsyncs(monkeypatch)
 
 
 def test_each_state_change_is_committed_before_it_returns(tmp_path: Path) -> None:
@@ -196,3 +157,13 @@ def test_a_search_rebuild_is_on_disk_before_it_replaces_the_index(
     (i,) = calls.replaced_to(final)
     assert any(j < i for j in calls.fsynced(calls.events[i][1]))
     # No directory fsync after: a lost rename leaves the previous index, whole.
+
+
+def test_a_deletion_mark_is_durable(tmp_path: Path, calls: Calls) -> None:
+    """`remote_deleted` in thread.json is the archive's only record that Perplexity deleted
+    the thread (the listing forgets it): it must survive a power cut."""
+    from pplx_export.archive.thread_docs import add_remote_deleted
+
+    src, _ = _old_thread(tmp_path)
+    assert add_remote_deleted(src, "2031-03-01T00:00:00Z")
+    assert calls.durable(str(src / "thread.json")) is not None

@@ -12,6 +12,7 @@ from pplx_export.cli.export import main
 from pplx_export.emulator import run_emulator
 from pplx_export.render.spaces import Member, SpacePage, SpaceThread, render_space_page
 from pplx_export.store.docs import delete_doc, load_bytes
+from tests.fsync_support import record_fsyncs
 from tests.spaces_support import index_row, snapshot, space, uid, write_index, write_thread
 
 OCEAN = space("ocean-notes", "Ocean Notes", "u-ocean")
@@ -130,7 +131,9 @@ def test_a_four_hundred_member_space() -> None:
     assert text == render_space_page(page)
 
 
-def test_sync_space_patches_a_moved_thread_and_nothing_else(tmp_path: Path) -> None:
+def test_sync_space_patches_a_moved_thread_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "archive"
     build(root)
     assert cli("spaces", "--out", str(root))[0] == 0
@@ -143,6 +146,7 @@ def test_sync_space_patches_a_moved_thread_and_nothing_else(tmp_path: Path) -> N
     ]
     write_index(root, "alice", rows)
     before = snapshot(root)
+    calls = record_fsyncs(monkeypatch)
     with run_emulator() as emu:
         code, out, err = cli("sync-space", "--out", str(root), "--json")
         assert emu.stats()["total"] == 0
@@ -165,6 +169,8 @@ def test_sync_space_patches_a_moved_thread_and_nothing_else(tmp_path: Path) -> N
         assert {k: v for k, v in old.items() if k != "space"} == {
             k: v for k, v in new.items() if k != "space"
         }
+    for key in (basil, loose):  # thread.json is state: its rewrite is durable
+        assert calls.durable(str((root / key).resolve())) is not None, key
     assert json.loads(after[basil])["space"] == OCEAN
     assert json.loads(after[loose])["space"] == KITCHEN
     assert "Basil" in (root / "spaces" / "ocean-notes.md").read_text("utf-8")
