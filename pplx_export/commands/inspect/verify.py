@@ -43,6 +43,7 @@ from pplx_export.store.batch_state import BatchState
 from pplx_export.store.lock import archive_lock, archive_read_lock
 from pplx_export.store.state_check import check_state_vs_dirs
 from pplx_export.util.atomic import TEMP_PREFIX
+from pplx_export.util.jsonobj import attrs_json
 from pplx_export.workers import auto_jobs, ordered_map
 
 log = logging.getLogger(__name__)
@@ -97,15 +98,13 @@ class DriftItem:
     first: tuple[str, str] = ("", "")  # its (web uuid, url)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "value": self.value,
-            "count": self.count,
-            "threads": self.threads,
-            "example": self.example,
-            "first": thread_url(*self.first) if self.first[0] else "",
-            "capture": capture_command(*self.first) if self.first[0] else "",
-        }
+        known = bool(self.first[0])
+        return attrs_json(
+            self,
+            "kind value count threads example first capture",
+            first=thread_url(*self.first) if known else "",
+            capture=capture_command(*self.first) if known else "",
+        )
 
 
 @dataclass

@@ -24,6 +24,7 @@ from pplx_export.models import JSON
 from pplx_export.pipeline.space_catalog import DiskThread, IndexFact, SpaceRef, build_catalog
 from pplx_export.store.lock import archive_lock
 from pplx_export.util.atomic import atomic_write_text, read_with_stat
+from pplx_export.util.jsonobj import attrs_json, pairs_json
 from pplx_export.util.jsontext import loads
 from pplx_export.util.lenient import as_str
 
@@ -39,13 +40,7 @@ class SpaceChange:
     after: SpaceRef | None
 
     def to_json(self) -> JSON:
-        return {
-            "uuid": self.uuid,
-            "dir": self.dir,
-            "title": self.title,
-            "from": self.before,
-            "to": self.after,
-        }
+        return {**attrs_json(self, "uuid dir title"), "from": self.before, "to": self.after}
 
 
 @dataclass
@@ -60,7 +55,7 @@ class SyncSpaceResult:
         return {
             "checked": self.checked,
             "changed": [c.to_json() for c in self.changes],
-            "failures": [{"dir": d, "reason": r} for d, r in self.failures],
+            "failures": pairs_json(self.failures, "dir", "reason"),
             "spaces_written": self.spaces_written,
         }
 

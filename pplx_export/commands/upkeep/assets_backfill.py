@@ -66,6 +66,7 @@ from pplx_export.site.api import PerplexityAPI
 from pplx_export.store.batch_state import ERROR_MAX
 from pplx_export.store.lock import archive_lock
 from pplx_export.util.atomic import fsync_dir, write_if_changed
+from pplx_export.util.jsonobj import attrs_json, pairs_json
 from pplx_export.util.jsontext import loads
 from pplx_export.util.lenient import as_dict, dicts
 from pplx_export.util.timefmt import parse_time
@@ -97,19 +98,18 @@ class AssetsResult:
         return len(self.failures)
 
     def to_json(self) -> JSON:
-        return {
-            "threads": self.threads,
-            "inline_written": self.inline_written,
-            "manifests_updated": self.manifests_updated,
-            "blocks_fetched": self.blocks_fetched if self.fetch_blocks else None,
-            "downloaded": self.downloaded if self.online else None,
-            "asset_expired": self.expired if self.online else None,
-            "retried_with_owner": self.retried_with_owner if self.online else None,
-            "failed": self.failed,
-            "requests": self.requests,
-            "elapsed_s": round(self.elapsed, 3),
-            "failures": [{"where": w, "reason": r} for w, r in self.failures],
-        }
+        online = self.online
+        return attrs_json(
+            self,
+            "threads inline_written manifests_updated blocks_fetched downloaded asset_expired"
+            " retried_with_owner failed requests elapsed_s failures",
+            blocks_fetched=self.blocks_fetched if self.fetch_blocks else None,
+            downloaded=self.downloaded if online else None,
+            asset_expired=self.expired if online else None,
+            retried_with_owner=self.retried_with_owner if online else None,
+            elapsed_s=round(self.elapsed, 3),
+            failures=pairs_json(self.failures, "where", "reason"),
+        )
 
     def line(self) -> str:
         parts = [

@@ -31,6 +31,7 @@ from pplx_export.progress import progress_reporter
 from pplx_export.store.batch_state import ERROR_MAX
 from pplx_export.store.library_index import indexed_accounts, load_index, save_index
 from pplx_export.store.lock import archive_lock
+from pplx_export.util.jsonobj import attrs_json, pairs_json
 from pplx_export.util.jsontext import loads
 from pplx_export.util.lenient import as_dict, as_list, as_str
 
@@ -58,19 +59,13 @@ class SearchModeResult:
         return len(self.failures)
 
     def to_json(self) -> JSON:
-        return {
-            "offline": self.offline,
-            "filled_local": self.filled_local,
-            "filled_online": self.filled_online,
-            "unknown": self.unknown,
-            "not_exported": self.not_exported,
-            "already": self.already,
-            "gone": self.gone,
-            "failed": self.failed,
-            "requests": self.requests,
-            "elapsed_s": round(self.elapsed, 3),
-            "failures": [{"uuid": u, "reason": r} for u, r in self.failures],
-        }
+        keys = "offline filled_local filled_online unknown not_exported already gone"
+        return attrs_json(
+            self,
+            keys + " failed requests elapsed_s failures",
+            elapsed_s=round(self.elapsed, 3),
+            failures=pairs_json(self.failures, "uuid", "reason"),
+        )
 
     def line(self) -> str:
         line = (

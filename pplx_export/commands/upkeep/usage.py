@@ -38,6 +38,7 @@ from pplx_export.store.credit_usage import (
     usage_record,
 )
 from pplx_export.store.lock import archive_lock
+from pplx_export.util.jsonobj import attrs_json, pairs_json
 from pplx_export.util.timefmt import format_utc, parse_time
 
 log = logging.getLogger(__name__)
@@ -63,18 +64,14 @@ class UsageResult:
         return len(self.failures)
 
     def to_json(self) -> JSON:
-        return {
-            "fetched": self.fetched,
-            "forbidden": self.forbidden,
-            "already": self.already,
-            "no_context_uuid": self.no_context,
-            "no_account": self.no_account,
-            "failed": self.failed,
-            "accounts": self.accounts,
-            "requests": self.requests,
-            "elapsed_s": round(self.elapsed, 3),
-            "failures": [{"uuid": u, "reason": r} for u, r in self.failures],
-        }
+        return attrs_json(
+            self,
+            "fetched forbidden already no_context_uuid no_account failed accounts requests"
+            " elapsed_s failures",
+            no_context_uuid=self.no_context,
+            elapsed_s=round(self.elapsed, 3),
+            failures=pairs_json(self.failures, "uuid", "reason"),
+        )
 
     def line(self) -> str:
         return (
