@@ -57,6 +57,7 @@ from pplx_export.store.batch_state import ERROR_MAX, BatchState
 from pplx_export.store.library_index import load_index
 from pplx_export.store.lock import archive_lock
 from pplx_export.store.raw_check import find_damaged
+from pplx_export.util.jsonobj import attrs_json, pairs_json
 
 if TYPE_CHECKING:
     from pplx_export.pipeline.autocommit import CommitResult
@@ -91,18 +92,14 @@ class BatchSummary:
     official_line: str = ""
 
     def to_json(self) -> JSON:
-        doc: JSON = {
-            "ok": self.ok,
-            "skipped": self.skipped,
-            "failed": self.failed,
-            "expired": self.expired,
-            "deleted": self.deleted,
-            "early_stopped": self.early_stopped,
-            "answer_variant_hits": self.variant_hits,
-            "requests": self.requests,
-            "elapsed_s": round(self.elapsed, 3),
-            "failures": [{"uuid": u, "reason": r} for u, r in self.failures],
-        }
+        doc = attrs_json(
+            self,
+            "ok skipped failed expired deleted early_stopped answer_variant_hits requests"
+            " elapsed_s failures",
+            answer_variant_hits=self.variant_hits,
+            elapsed_s=round(self.elapsed, 3),
+            failures=pairs_json(self.failures, "uuid", "reason"),
+        )
         if self.deleted_check is not None:
             doc["deleted_check"] = self.deleted_check
         if self.first_drift is not None:

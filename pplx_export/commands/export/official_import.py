@@ -54,6 +54,7 @@ from pplx_export.parse.official_export import (
 from pplx_export.pipeline.relation_facts import FactsJournal, facts_record
 from pplx_export.store.batch_state import BatchState
 from pplx_export.store.official_state import load_state, save_state
+from pplx_export.util.jsonobj import attrs_json
 from pplx_export.util.jsonstream import StreamFormatError, iter_array_in_object
 from pplx_export.util.jsontext import loads
 from pplx_export.util.timefmt import canonical_time, format_utc
@@ -128,13 +129,7 @@ class Audited:
     action: str = ""  # recovered | turns_added | "" (audit only, or nothing to do)
 
     def to_json(self) -> JSON:
-        doc: JSON = {
-            "web_uuid": self.web_uuid,
-            "title": self.title,
-            "status": self.status,
-            "turns": self.turns,
-            "dir": self.dir or None,
-        }
+        doc = attrs_json(self, "web_uuid title status turns dir", dir=self.dir or None)
         if self.missing:
             doc["missing"] = self.missing
         if self.source:
