@@ -10,6 +10,8 @@ import json
 import re
 from typing import Any
 
+from pplx_export.util.signed_url import SIGNATURE_PARAMS
+
 RAW_ENTRIES = "raw_entries.json"
 RAW_BLOCKS = "raw_blocks.json"
 TOKEN_KEY = "read_write_token"
@@ -129,22 +131,8 @@ def dump_raw(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False).encode("utf-8")
 
 
-# The signature parameters of a signed URL (CloudFront, S3, GCS): a credential for whoever
-# holds the link, valid for hours. A stored raw file keeps the URL (it says which file) and
-# drops the signature, as it drops a write token. (util/bundle.SIGNATURE_PARAMS, spelt out:
-# archive/ does not import from the bundle format.)
-SIGNATURE_PARAMS = (
-    "signature",
-    "x-amz-signature",
-    "x-amz-credential",
-    "x-amz-security-token",
-    "x-goog-signature",
-    "x-goog-credential",
-    "key-pair-id",
-    "policy",
-    "sig",
-    "token",
-)
+# A stored raw file keeps a signed URL (it says which file) and drops its signature
+# (util/signed_url), as it drops a write token.
 SIGNATURE_REDACTED = b"REDACTED"
 _SIGNATURE_KEYS = frozenset(p.encode() for p in SIGNATURE_PARAMS)
 # A URL with a query, as it stands in JSON text (no quote, backslash or space in it; nor the
