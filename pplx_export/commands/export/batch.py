@@ -47,7 +47,6 @@ from pplx_export.errors import (
     UsageError,
 )
 from pplx_export.models import JSON
-from pplx_export.pipeline.assemble import default_engine
 from pplx_export.pipeline.capture_hint import drift_json, hint_lines
 from pplx_export.progress import Reporter, progress_reporter
 from pplx_export.site.api import PerplexityAPI
@@ -153,15 +152,7 @@ def _sweep_index(opts: RunOptions) -> None:
 
 def _exporter(opts: RunOptions, api: PerplexityAPI, state: BatchState) -> Exporter:
     _sweep_index(opts)
-    return Exporter(
-        api=api,
-        root=opts.out,
-        account=opts.account,
-        lang=opts.lang,
-        state=state,
-        accounts=opts.config.accounts,
-        engine=default_engine(opts.flavor),
-    )
+    return Exporter.for_run(opts, api, state)
 
 
 def _now() -> datetime:

@@ -502,7 +502,6 @@ def fetch_recovered(opts: RunOptions, api: Any) -> FetchResult:
     export's copy; a thread it serves is exported in full over it (its turns the API
     lacks stay, imported). Deleted and expired threads are not asked again."""
     from pplx_export.commands.export.thread import Exporter
-    from pplx_export.pipeline.assemble import default_engine
 
     result = FetchResult()
     store = load_state(opts.out)
@@ -527,15 +526,7 @@ def fetch_recovered(opts: RunOptions, api: Any) -> FetchResult:
         if recovered:
             save_state(opts.out, store)
         return result
-    exporter = Exporter(
-        api=api,
-        root=opts.out,
-        account=opts.account,
-        lang=opts.lang,
-        state=state,
-        accounts=opts.config.accounts,
-        engine=default_engine(opts.flavor),
-    )
+    exporter = Exporter.for_run(opts, api, state)
     now = format_utc(datetime.now(UTC))
     try:
         for uuid in todo:
