@@ -240,15 +240,8 @@ def _report_batch(result: BatchSummary | Plan, *, as_json: bool, quiet: bool) ->
         else:
             print_lines(result.lines())
         return
-    report_run(
-        result.line(),
-        result.failures,
-        quiet=quiet,
-        doc=result.to_json() if as_json else None,
-        failed_message=(
-            f"{result.failed} thread(s) failed; rerun to retry them" if result.failed else ""
-        ),
-    )
+    what = "thread(s) failed; rerun to retry them"
+    report_result(result, quiet=quiet, as_json=as_json, failed_what=what)
 
 
 def batch_options(func: Callable[..., Any]) -> Callable[..., Any]:

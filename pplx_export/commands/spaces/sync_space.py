@@ -27,6 +27,7 @@ from pplx_export.util.atomic import atomic_write_text, read_with_stat
 from pplx_export.util.jsonobj import attrs_json, pairs_json
 from pplx_export.util.jsontext import loads
 from pplx_export.util.lenient import as_str
+from pplx_export.util.tally import RunTally
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +45,10 @@ class SpaceChange:
 
 
 @dataclass
-class SyncSpaceResult:
+class SyncSpaceResult(RunTally):
     checked: int = 0
     changes: list[SpaceChange] = field(default_factory=list)
-    failures: list[tuple[str, str]] = field(default_factory=list)
     spaces_written: list[str] = field(default_factory=list)
-    elapsed: float = 0.0
 
     def to_json(self) -> JSON:
         return {
@@ -62,7 +61,7 @@ class SyncSpaceResult:
     def line(self) -> str:
         text = f"sync-space: {self.checked} threads checked, {len(self.changes)} patched"
         if self.failures:
-            text += f", {len(self.failures)} failed"
+            text += f", {self.failed} failed"
         if self.changes:
             text += f"; spaces/ rebuilt ({len(self.spaces_written)} files written)"
         return text
