@@ -233,18 +233,21 @@ def _export_item(
     failure: BaseException | None = None
     try:
         directory = exporter.export(uuid, item.row, url)
-    except EntryDeleted as exc:
-        state.mark_deleted(
-            uuid, note=exc.reason[:ERROR_MAX], last_updated=item.last_updated, title=item.title
+    except EntryExpired as exc:  # EntryDeleted is one too
+        deleted = isinstance(exc, EntryDeleted)
+        state.mark_gone(
+            "deleted" if deleted else "expired",
+            uuid,
+            note=exc.reason[:ERROR_MAX],
+            last_updated=item.last_updated,
+            title=item.title,
         )
-        summary.deleted += 1
-        log.warning("thread %s (%s) was deleted on Perplexity", uuid, item.title)
-    except EntryExpired as exc:
-        state.mark_expired(
-            uuid, note=exc.reason[:ERROR_MAX], last_updated=item.last_updated, title=item.title
-        )
-        summary.expired += 1
-        log.warning("thread %s (%s) expired on Perplexity", uuid, item.title)
+        if deleted:
+            summary.deleted += 1
+        else:
+            summary.expired += 1
+        what = "was deleted" if deleted else "expired"
+        log.warning("thread %s (%s) %s on Perplexity", uuid, item.title, what)
     except (ApiError, SchemaError, ArchiveError, OSError) as exc:
         full = DiskFull.of(exc)
         if full is not None:
