@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from pplx_export.util.signed_url import SIGNATURE_PARAMS
@@ -99,32 +100,26 @@ def redact_tokens(obj: Any) -> tuple[Any, int]:
 
     Unchanged subtrees are shared, not copied: a raw file without tokens costs one walk.
     """
+    members: Iterable[tuple[Any, Any]]
     if isinstance(obj, dict):
-        count = 0
-        out: dict[str, Any] | None = None
-        for key, value in obj.items():
-            if key == TOKEN_KEY and value not in (None, "", REDACTED):
-                new, n = REDACTED, 1
-            else:
-                new, n = redact_tokens(value)
-            if n:
-                count += n
-                if out is None:
-                    out = dict(obj)
-                out[key] = new
-        return (out if out is not None else obj), count
-    if isinstance(obj, list):
-        count = 0
-        items: list[Any] | None = None
-        for i, value in enumerate(obj):
+        members = obj.items()
+    elif isinstance(obj, list):
+        members = enumerate(obj)  # an int key is never TOKEN_KEY
+    else:
+        return obj, 0
+    count = 0
+    out: Any = None
+    for key, value in members:
+        if key == TOKEN_KEY and value not in (None, "", REDACTED):
+            new, n = REDACTED, 1
+        else:
             new, n = redact_tokens(value)
-            if n:
-                count += n
-                if items is None:
-                    items = list(obj)
-                items[i] = new
-        return (items if items is not None else obj), count
-    return obj, 0
+        if n:
+            count += n
+            if out is None:
+                out = dict(obj) if isinstance(obj, dict) else list(obj)
+            out[key] = new
+    return (out if out is not None else obj), count
 
 
 def dump_raw(obj: Any) -> bytes:
