@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from pplx_export.models import JSON, Conversation
-from pplx_export.util.jsontext import dumps_indented, loads_if
+from pplx_export.util.jsonobj import loads_if
+from pplx_export.util.jsontext import dumps_indented
 
 THREAD_JSON = "thread.json"
 # The `source` of a thread recovered from the data export (parse.official_export.OFFICIAL;

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pplx_export.util.jsontext import loads_if
+from pplx_export.util.jsonobj import loads_if
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from pplx_export.archive.paths import INDEX_DIR
 from pplx_export.util.atomic import write_if_changed
-from pplx_export.util.jsontext import loads_if
+from pplx_export.util.jsonobj import loads_if
 from pplx_export.util.lenient import as_dict, as_str
 from pplx_export.util.timefmt import canonical_time
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from pplx_export.store import legacy_journal
 from pplx_export.store.db import INDEX_DIR, retire
-from pplx_export.util.jsontext import loads_if
+from pplx_export.util.jsonobj import loads_if
 
 log = logging.getLogger(__name__)
 

@@ -177,15 +177,6 @@ def loads(data: str | bytes) -> Any:
     return json.loads(text)
 
 
-def loads_if(data: str | bytes, kind: type[T]) -> T | None:
-    """`json.loads(data)` when the text is JSON and its value a `kind`, else None."""
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return None
-    return value if isinstance(value, kind) else None
-
-
 def loads_as(data: bytes, kind: type[T]) -> T | None:
     """`data` decoded and checked against `kind` (dataclasses, named tuples, lists and dicts
     of them) in one C pass: much faster than `loads` then building the objects. None when
