@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pplx_export.cli.options import json_option, shared_options
+from pplx_export.cli.options import json_option, limit_option, shared_options
 from pplx_export.cli.output import emit_json, report_run
 
 if TYPE_CHECKING:
@@ -187,7 +187,7 @@ def _show_results(result: SearchResult, root: Path, counted: str, *, quiet: bool
 @click.option(
     "--fix", "fix_problems", is_flag=True, help="Re-render stale threads, re-index, sweep."
 )
-@click.option("--limit", type=click.IntRange(min=0), default=None, help="Only the first N threads.")
+@limit_option("Only the first N threads.")
 @click.option(
     "--drift",
     "drift_only",

@@ -67,6 +67,11 @@ def _unset(*decls: str, help: str, **attrs: Any) -> Decorator:
     return click.option(*decls, default=None, help=help, **attrs)
 
 
+def limit_option(help: str) -> Decorator:
+    """`--limit N` (N >= 0; unset: no limit), `help` saying N of what."""
+    return click.option("--limit", type=click.IntRange(min=0), default=None, help=help)
+
+
 # The option groups, in the order `--help` lists them; `shared_options` picks by name.
 _GROUPS: dict[str, list[Decorator]] = {
     "config": [
