@@ -84,8 +84,8 @@ def test_every_mark_is_saved_at_once_in_the_v1_format(tmp_path: Path) -> None:
         }
     }
     state.mark_error("u-err", error="x" * 500, last_updated="L", title="e", now=NOW)
-    state.mark_expired("u-exp", note="ENTRY_EXPIRED", title="old", now=NOW)
-    state.mark_deleted("u-del", note="ENTRY_DELETED", now=NOW)
+    state.mark_gone("expired", "u-exp", note="ENTRY_EXPIRED", title="old", now=NOW)
+    state.mark_gone("deleted", "u-del", now=NOW)
     again = BatchState.load(tmp_path)
     assert again.get("u-err") == {
         "status": "error",

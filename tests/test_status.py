@@ -80,7 +80,7 @@ def archive(tmp_path: Path) -> tuple[Path, Path]:
     state.mark_error("err-0003", error="503 from server", title="Keeps failing", now=NOW)
     state.mark_ok("don-0004", last_updated="2043-04-06T00:00:00.500Z", title="d", now=NOW)
     state.mark_ok("don-0005", last_updated="2043-04-05T00:00:00Z", title="d", now=NOW)
-    state.mark_expired("exp-0006", title="Purged", now=NOW)
+    state.mark_gone("expired", "exp-0006", title="Purged", now=NOW)
     state.mark_ok("orphan-07", last_updated="2043-01-01T00:00:00Z", title="o", now=NOW)
     state.close()  # as at the end of a run
     thread_dir(root, "upd-0002", "2043-03-08T00:00:00Z", "search")

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
+
+from pplx_export.util.signed_url import SIGNATURE_PARAMS
 
 RAW_ENTRIES = "raw_entries.json"
 RAW_BLOCKS = "raw_blocks.json"
@@ -97,54 +100,34 @@ def redact_tokens(obj: Any) -> tuple[Any, int]:
 
     Unchanged subtrees are shared, not copied: a raw file without tokens costs one walk.
     """
+    members: Iterable[tuple[Any, Any]]
     if isinstance(obj, dict):
-        count = 0
-        out: dict[str, Any] | None = None
-        for key, value in obj.items():
-            if key == TOKEN_KEY and value not in (None, "", REDACTED):
-                new, n = REDACTED, 1
-            else:
-                new, n = redact_tokens(value)
-            if n:
-                count += n
-                if out is None:
-                    out = dict(obj)
-                out[key] = new
-        return (out if out is not None else obj), count
-    if isinstance(obj, list):
-        count = 0
-        items: list[Any] | None = None
-        for i, value in enumerate(obj):
+        members = obj.items()
+    elif isinstance(obj, list):
+        members = enumerate(obj)  # an int key is never TOKEN_KEY
+    else:
+        return obj, 0
+    count = 0
+    out: Any = None
+    for key, value in members:
+        if key == TOKEN_KEY and value not in (None, "", REDACTED):
+            new, n = REDACTED, 1
+        else:
             new, n = redact_tokens(value)
-            if n:
-                count += n
-                if items is None:
-                    items = list(obj)
-                items[i] = new
-        return (items if items is not None else obj), count
-    return obj, 0
+        if n:
+            count += n
+            if out is None:
+                out = dict(obj) if isinstance(obj, dict) else list(obj)
+            out[key] = new
+    return (out if out is not None else obj), count
 
 
 def dump_raw(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False).encode("utf-8")
 
 
-# The signature parameters of a signed URL (CloudFront, S3, GCS): a credential for whoever
-# holds the link, valid for hours. A stored raw file keeps the URL (it says which file) and
-# drops the signature, as it drops a write token. (util/bundle.SIGNATURE_PARAMS, spelt out:
-# archive/ does not import from the bundle format.)
-SIGNATURE_PARAMS = (
-    "signature",
-    "x-amz-signature",
-    "x-amz-credential",
-    "x-amz-security-token",
-    "x-goog-signature",
-    "x-goog-credential",
-    "key-pair-id",
-    "policy",
-    "sig",
-    "token",
-)
+# A stored raw file keeps a signed URL (it says which file) and drops its signature
+# (util/signed_url), as it drops a write token.
 SIGNATURE_REDACTED = b"REDACTED"
 _SIGNATURE_KEYS = frozenset(p.encode() for p in SIGNATURE_PARAMS)
 # A URL with a query, as it stands in JSON text (no quote, backslash or space in it; nor the

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pplx_export.models import JSON, Conversation
+from pplx_export.util.jsonobj import loads_if
 from pplx_export.util.jsontext import dumps_indented
 
 THREAD_JSON = "thread.json"
@@ -108,8 +108,5 @@ def dump_thread_json(doc: JSON) -> str:
 
 
 def load_json_dict(text: str) -> JSON | None:
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return None
-    return doc if isinstance(doc, dict) else None
+    """The JSON object `text` holds, or None (not JSON, or not an object)."""
+    return loads_if(text, dict)

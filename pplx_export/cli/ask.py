@@ -17,7 +17,7 @@ from pplx_export.cli.options import (
     run_console,
     version_option,
 )
-from pplx_export.cli.output import emit_json, print_lines
+from pplx_export.cli.output import emit_json, print_lines, show_report
 from pplx_export.site.constants import ASK_MODES, ASK_POLL_FOR, ASK_TIMEOUT
 
 if TYPE_CHECKING:
@@ -301,10 +301,7 @@ def space_create(opts: RunOptions, title: str, description: str, as_json: bool) 
     from pplx_export.commands.ask.actions import run_space_create
 
     result = run_space_create(opts, title, description=description)
-    if as_json:
-        emit_json(result.to_json())
-    else:
-        print_lines(result.lines())
+    show_report(result, as_json=as_json)
 
 
 @main.command()

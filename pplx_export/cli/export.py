@@ -27,13 +27,14 @@ from pplx_export.cli.options import (
     every_account_render_options,
     group_settings,
     json_option,
+    limit_option,
     offline_render_options,
     render_options,
     run_console,
     shared_options,
     version_option,
 )
-from pplx_export.cli.output import emit_json, print_lines, report_result, report_run
+from pplx_export.cli.output import emit_json, print_lines, report_result, report_run, show_report
 from pplx_export.cli.spaces import register as register_space_commands
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def status(opts: RunOptions, check: bool, as_json: bool) -> None:
 
 
 @main.command("re-render")
-@click.option("--limit", type=click.IntRange(min=0), default=None, help="Only the first N threads.")
+@limit_option("Only the first N threads.")
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @click.option("--changed-only", is_flag=True, help="Skip threads unchanged since the last render.")
 @click.option(
@@ -131,16 +132,12 @@ def re_render(
     )
     if dry_run and opts.verbose and not as_json:
         print_lines(summary.file_lines())
-    report_run(
-        summary.line(),
-        [(str(opts.out / rel), reason) for rel, reason in summary.failures],
+    report_result(
+        summary,
         quiet=opts.quiet,
-        doc=summary.to_json() if as_json else None,
-        failed_message=(
-            f"{summary.failed} of {summary.total} threads failed to re-render"
-            if summary.failed
-            else ""
-        ),
+        as_json=as_json,
+        failed_what=f"of {summary.total} threads failed to re-render",
+        failures=[(str(opts.out / rel), reason) for rel, reason in summary.failures],
     )
 
 
@@ -240,20 +237,10 @@ def _report_batch(result: BatchSummary | Plan, *, as_json: bool, quiet: bool) ->
     from pplx_export.commands.export.plan import Plan
 
     if isinstance(result, Plan):
-        if as_json:
-            emit_json(result.to_json())
-        else:
-            print_lines(result.lines())
+        show_report(result, as_json=as_json)
         return
-    report_run(
-        result.line(),
-        result.failures,
-        quiet=quiet,
-        doc=result.to_json() if as_json else None,
-        failed_message=(
-            f"{result.failed} thread(s) failed; rerun to retry them" if result.failed else ""
-        ),
-    )
+    what = "thread(s) failed; rerun to retry them"
+    report_result(result, quiet=quiet, as_json=as_json, failed_what=what)
 
 
 def batch_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -262,9 +249,7 @@ def batch_options(func: Callable[..., Any]) -> Callable[..., Any]:
         [
             click.option("--full", is_flag=True, help="Walk every index row (no early stop)."),
             click.option("--force", is_flag=True, help="Re-export done threads too."),
-            click.option(
-                "--limit", type=click.IntRange(min=0), default=None, help="At most N threads."
-            ),
+            limit_option("At most N threads."),
             click.option(
                 "--mode", type=click.Choice(MODES), default=None, help="Only threads of this mode."
             ),
@@ -316,10 +301,8 @@ def batch(
         plans = plan_accounts(opts, chosen)
         if plans.single:
             _report_batch(plans.only, as_json=as_json, quiet=opts.quiet)
-        elif as_json:
-            emit_json(plans.to_json())
         else:
-            print_lines(plans.lines())
+            show_report(plans, as_json=as_json)
         return
     outcome = run_batch_accounts(opts, lambda sub: run_batch(sub, chosen))
     _report_accounts(outcome, as_json=as_json, quiet=opts.quiet)
@@ -392,7 +375,7 @@ def _report_accounts(outcome: SyncOutcome, *, as_json: bool, quiet: bool) -> Non
 
 @main.command("sync-deleted")
 @click.option("--online", is_flag=True, help="Confirm each candidate and tombstone it.")
-@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N candidates.")
+@limit_option("At most N candidates.")
 @json_option
 @common_options
 def sync_deleted(opts: RunOptions, online: bool, limit: int | None, as_json: bool) -> None:
@@ -420,7 +403,7 @@ def sync_deleted(opts: RunOptions, online: bool, limit: int | None, as_json: boo
 
 
 @main.command("usage-backfill")
-@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N threads.")
+@limit_option("At most N threads.")
 @json_option
 @common_options
 def usage_backfill(opts: RunOptions, limit: int | None, as_json: bool) -> None:
@@ -444,9 +427,7 @@ def usage_backfill(opts: RunOptions, limit: int | None, as_json: bool) -> None:
     "--fetch-blocks", is_flag=True, help="Fetch missing raw_blocks.json (earlier tool's archives)."
 )
 @click.option("--online", is_flag=True, help="Download missing files through fresh signed URLs.")
-@click.option(
-    "--limit", type=click.IntRange(min=0), default=None, help="At most N threads per phase."
-)
+@limit_option("At most N threads per phase.")
 @json_option
 @render_options
 def assets_backfill(
@@ -463,7 +444,7 @@ def assets_backfill(
 
 @main.command("search-mode-backfill")
 @click.option("--offline", is_flag=True, help="Local raw files only; zero requests.")
-@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most N index rows.")
+@limit_option("At most N index rows.")
 @json_option
 @common_options
 def search_mode_backfill(opts: RunOptions, offline: bool, limit: int | None, as_json: bool) -> None:
@@ -505,10 +486,7 @@ def init(
     title = create_bot_space or bot_title
     options = InitOptions(force, create_bot_space is not None, title, git)
     result = run_init(opts, options)
-    if as_json:
-        emit_json(result.to_json())
-    else:
-        print_lines(result.lines())
+    show_report(result, as_json=as_json)
 
 
 @main.command()
@@ -555,10 +533,7 @@ def schedule(
         on_failure=on_failure,
         healthcheck_url=healthcheck_url,
     )
-    if as_json:
-        emit_json(result.to_json())
-    else:
-        print_lines(result.lines())
+    show_report(result, as_json=as_json)
     result.raise_if_failed()
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pplx_export.cli.options import json_option, shared_options
+from pplx_export.cli.options import json_option, limit_option, shared_options
 from pplx_export.cli.output import emit_json, report_run
 
 if TYPE_CHECKING:
@@ -166,31 +166,28 @@ def search(
         return
     if result.note:
         click.echo(f"note: {result.note}", err=True)
-    print_results(result, f"{opts.out}/", tty=sys.stdout.isatty())
-    if not opts.quiet:
-        click.echo(
-            f"{len(result.hits)} result(s) for {result.query!r}"
-            f" ({result.total_threads} threads indexed)",
-            err=True,
-        )
+    counted = f"for {result.query!r} ({result.total_threads} threads indexed)"
+    _show_results(result, opts.out, counted, quiet=opts.quiet)
     earlier = outcome.history
     if earlier is not None:
         if earlier.hits:
             click.echo("earlier versions (history/):")
-            print_results(earlier, f"{opts.out}/", tty=sys.stdout.isatty())
-        if not opts.quiet:
-            click.echo(
-                f"{len(earlier.hits)} result(s) in earlier versions"
-                f" ({earlier.total_threads} versions kept)",
-                err=True,
-            )
+        counted = f"in earlier versions ({earlier.total_threads} versions kept)"
+        _show_results(earlier, opts.out, counted, quiet=opts.quiet)
+
+
+def _show_results(result: SearchResult, root: Path, counted: str, *, quiet: bool) -> None:
+    """The hits on stdout (none: nothing), then "<n> result(s) <counted>" on stderr."""
+    print_results(result, f"{root}/", tty=sys.stdout.isatty())
+    if not quiet:
+        click.echo(f"{len(result.hits)} result(s) {counted}", err=True)
 
 
 @click.command()
 @click.option(
     "--fix", "fix_problems", is_flag=True, help="Re-render stale threads, re-index, sweep."
 )
-@click.option("--limit", type=click.IntRange(min=0), default=None, help="Only the first N threads.")
+@limit_option("Only the first N threads.")
 @click.option(
     "--drift",
     "drift_only",

@@ -64,94 +64,84 @@ def json_option(func: F) -> F:
     )(func)
 
 
-def _config_options() -> list[Callable[[F], F]]:
-    return [
-        click.option(
+Decorator = Callable[[Any], Any]
+
+
+def _unset(*decls: str, help: str, **attrs: Any) -> Decorator:
+    """An option that defaults to None: unset, the config (or the built-in default) decides."""
+    return click.option(*decls, default=None, help=help, **attrs)
+
+
+def limit_option(help: str) -> Decorator:
+    """`--limit N` (N >= 0; unset: no limit), `help` saying N of what."""
+    return click.option("--limit", type=click.IntRange(min=0), default=None, help=help)
+
+
+# The option groups, in the order `--help` lists them; `shared_options` picks by name.
+_GROUPS: dict[str, list[Decorator]] = {
+    "config": [
+        _unset(
             "--config",
             "config_path",
             type=click.Path(dir_okay=False),
-            default=None,
             help="Config file (else $PPLX_EXPORT_CONFIG, else the user config dir).",
         )
-    ]
-
-
-def _account_options() -> list[Callable[[F], F]]:
-    return [click.option("--account", default=None, help="Account name from the config.")]
-
-
-def _out_options() -> list[Callable[[F], F]]:
-    return [
-        click.option(
+    ],
+    "account": [_unset("--account", help="Account name from the config.")],
+    "out": [
+        _unset(
             "--out",
             type=click.Path(file_okay=False),
-            default=None,
             help="Archive root (else config archive_root, else ./web_archive).",
         )
-    ]
-
-
-def _cookie_options() -> list[Callable[[F], F]]:
-    return [
-        click.option(
+    ],
+    "cookies": [
+        _unset(
             "--cookies-from-browser",
             "--cookies-from",
             "cookies_from",
             metavar=BROWSER_SPEC,
-            default=None,
             help=(
                 f"Read cookies from this browser ({', '.join(BROWSERS)}); "
                 "+KEYRING (basictext, gnomekeyring, kwallet) and :PROFILE (name or path) "
                 "are optional."
             ),
         ),
-        click.option(
+        _unset(
             "--cookies",
             "cookies_file",
             type=click.Path(dir_okay=False),
-            default=None,
             help="Cookie file: Netscape format or JSON.",
         ),
         click.option("--base-url", envvar="PPLX_BASE_URL", default=None, hidden=True),
-    ]
-
-
-def _output_options() -> list[Callable[[F], F]]:
-    return [
+    ],
+    "output": [
         click.option("-v", "--verbose", count=True, help="More detail (repeatable)."),
         click.option("-q", "--quiet", is_flag=True, help="Errors only; no progress."),
         click.option("--no-progress", is_flag=True, help="No progress bar or progress lines."),
-        click.option(
+        _unset(
             "--log-file",
             is_flag=False,
             flag_value="",
-            default=None,
             help="Also log at DEBUG to PATH (default <archive>/index/logs/), owner-only.",
         ),
-    ]
-
-
-def _lang_options() -> list[Callable[[F], F]]:
-    return [
-        click.option(
+    ],
+    "lang": [
+        _unset(
             "--lang",
             type=click.Choice(["en", "zh"]),
-            default=None,
             help="Labels in rendered Markdown (default: config render_language, en).",
         )
-    ]
-
-
-def _flavor_options() -> list[Callable[[F], F]]:
-    return [
-        click.option(
+    ],
+    "flavor": [
+        _unset(
             "--flavor",
             type=click.Choice(["github", "obsidian"]),
-            default=None,
             help="Markdown for GitHub (HTML folds) or Obsidian (callouts, wikilinks); "
             "default: config render_flavor, github.",
         )
-    ]
+    ],
+}
 
 
 def shared_options(
@@ -185,13 +175,16 @@ def shared_options(
     (commands/export/every_account.py), so a config with several and no default is no error.
     """
     with_account = network if account is None else account
-    groups = _config_options() if config else []
-    groups += _account_options() if with_account else []
-    groups += _out_options() if out else []
-    groups += _cookie_options() if network else []
-    groups += _output_options()
-    groups += _lang_options() if lang else []
-    groups += _flavor_options() if flavor else []
+    wanted = {
+        "config": config,
+        "account": with_account,
+        "out": out,
+        "cookies": network,
+        "output": True,
+        "lang": lang,
+        "flavor": flavor,
+    }
+    groups = [option for name, options in _GROUPS.items() if wanted[name] for option in options]
 
     def decorate(func: F) -> F:
         @functools.wraps(func)

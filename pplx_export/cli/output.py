@@ -40,6 +40,22 @@ def print_lines(lines: list[str]) -> None:
     sys.stdout.write("".join(line + "\n" for line in lines))
 
 
+class Report(Protocol):
+    """What a command shows: its lines, or its JSON."""
+
+    def lines(self) -> list[str]: ...
+
+    def to_json(self) -> Any: ...
+
+
+def show_report(report: Report, *, as_json: bool) -> None:
+    """`report` as one JSON document on stdout, or its lines."""
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        print_lines(report.lines())
+
+
 class RunResult(Protocol):
     """What a long command returns: a summary line, its JSON, and what failed."""
 
@@ -53,11 +69,19 @@ class RunResult(Protocol):
     def to_json(self) -> Any: ...
 
 
-def report_result(result: RunResult, *, quiet: bool, as_json: bool, failed_what: str) -> None:
-    """`report_run` for a RunResult: exit 4 with "<n> <failed_what>" when anything failed."""
+def report_result(
+    result: RunResult,
+    *,
+    quiet: bool,
+    as_json: bool,
+    failed_what: str,
+    failures: list[tuple[str, str]] | None = None,
+) -> None:
+    """`report_run` for a RunResult: exit 4 with "<n> <failed_what>" when anything failed.
+    `failures`: the (where, reason) lines to show, when not `result.failures` as they are."""
     report_run(
         result.line(),
-        result.failures,
+        result.failures if failures is None else failures,
         quiet=quiet,
         doc=result.to_json() if as_json else None,
         failed_message=f"{result.failed} {failed_what}" if result.failed else "",

@@ -16,7 +16,7 @@ from pplx_export.cli.options import (
     offline_render_options,
     shared_options,
 )
-from pplx_export.cli.output import report_run
+from pplx_export.cli.output import report_result, report_run
 
 if TYPE_CHECKING:
     from pplx_export.context import RunOptions
@@ -70,14 +70,8 @@ def sync_space(opts: RunOptions, as_json: bool) -> None:
     from pplx_export.commands.spaces.sync_space import run_sync_space
 
     result = run_sync_space(opts)
-    failed = f"{len(result.failures)} thread.json file(s) not patched" if result.failures else ""
-    report_run(
-        result.line(),
-        result.failures,
-        quiet=opts.quiet,
-        doc=result.to_json() if as_json else None,
-        failed_message=failed,
-    )
+    what = "thread.json file(s) not patched"
+    report_result(result, quiet=opts.quiet, as_json=as_json, failed_what=what)
 
 
 @click.command()
@@ -92,14 +86,8 @@ def relations(opts: RunOptions, as_json: bool) -> None:
     from pplx_export.commands.relations.run import run_relations
 
     result = run_relations(opts)
-    failed = f"{len(result.failures)} thread(s) unreadable" if result.failures else ""
-    report_run(
-        result.line(),
-        result.failures,
-        quiet=opts.quiet,
-        doc=result.to_json() if as_json else None,
-        failed_message=failed,
-    )
+    what = "thread(s) unreadable"
+    report_result(result, quiet=opts.quiet, as_json=as_json, failed_what=what)
 
 
 def register(group: click.Group) -> None:

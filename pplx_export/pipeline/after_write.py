@@ -87,29 +87,17 @@ def after_write(
     if record is not None and record != recorded:
         out.fingerprint = record
     if indexed is not None:
-        _index_rows(out, root, rel, conv, doc, indexed, digests)
+        # The search-index fields. A failure here only costs the index a re-read of the
+        # thread (it indexes a thread without rows the slow way).
+        from pplx_export.search.index import fresh_rows
+
+        try:
+            rows = fresh_rows(root, rel, conv, doc, indexed, digests)
+        except Exception:
+            log.debug("search rows of %s not computed", rel, exc_info=True)
+        else:
+            out.index_rows = rows
+            out.index_fresh = rows is None
     if out.fingerprint is not None or record is None:
         out.relation_facts = facts_record(root, rel, conv, doc)
     return out
-
-
-def _index_rows(
-    out: Derived,
-    root: Path,
-    rel: str,
-    conv: Conversation,
-    doc: JSON,
-    indexed: str,
-    digests: Mapping[str, str],
-) -> None:
-    """Fill the search-index fields. A failure here only costs the index a re-read of the
-    thread (it indexes a thread without rows the slow way)."""
-    from pplx_export.search.index import fresh_rows
-
-    try:
-        rows = fresh_rows(root, rel, conv, doc, indexed, digests)
-    except Exception:
-        log.debug("search rows of %s not computed", rel, exc_info=True)
-        return
-    out.index_rows = rows
-    out.index_fresh = rows is None

@@ -22,7 +22,7 @@ from pplx_export.renderer_version import RENDERER_VERSION
 VARIANT_FILE = "rewritten_answer_variant.md"
 
 if TYPE_CHECKING:
-    from pplx_export.archive.writer import WriteResult
+    from pplx_export.archive.writer import FastPath, WriteResult
     from pplx_export.models import Conversation, LocalFile
 
 # The writer and the data model are imported where a thread is rendered, not here: a no-op
@@ -167,6 +167,39 @@ def export_conversation(
     )
     log_variant_hits(root, result, source="online")
     return result
+
+
+def rewrite_conversation(
+    root: Path,
+    rel: str,
+    conv: Conversation,
+    engine: Engine,
+    lang: str,
+    *,
+    redact: bool,
+    dry_run: bool,
+    fast: FastPath | None = None,
+) -> WriteResult:
+    """Offline: render archived thread `rel` again and write it back into its own directory
+    (re-render; verify's dry run). No variant log: re-render keeps its own."""
+    from pplx_export.archive.report_body import load_report_body
+    from pplx_export.archive.writer import NO_FAST_PATH, write_thread
+
+    directory = root / rel
+    account_folder, _mode_folder, _name = rel.split("/", 2)
+    rendered = render_files(engine, conv, lang, load_report_body(directory, conv), directory)
+    return write_thread(
+        root,
+        conv,
+        rendered,
+        account_folder=account_folder,
+        source="offline",
+        dest=directory,
+        redact=redact,
+        log_variants=False,
+        dry_run=dry_run,
+        fast=fast or NO_FAST_PATH,
+    )
 
 
 def log_variant_hits(root: Path, result: WriteResult, *, source: str) -> None:

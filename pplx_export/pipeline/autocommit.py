@@ -36,6 +36,7 @@ from pathlib import Path
 from pplx_export.site.cookies import is_cookie_jar
 from pplx_export.store.docs import load_bytes, save_bytes
 from pplx_export.util.atomic import TEMP_PREFIX, atomic_write_text
+from pplx_export.util.jsonobj import attrs_json
 from pplx_export.util.timefmt import format_utc
 
 log = logging.getLogger(__name__)
@@ -83,18 +84,8 @@ class CommitResult:
     unstaged: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "committed": self.committed,
-            "message": self.message,
-            "new": self.new,
-            "updated": self.updated,
-            "removed": self.removed,
-            "files": self.files,
-            "pushed": self.pushed,
-            "warning": self.warning,
-            "failed": self.failed,
-            "unstaged": list(self.unstaged),
-        }
+        keys = "committed message new updated removed files pushed warning failed unstaged"
+        return attrs_json(self, keys, unstaged=list(self.unstaged))
 
 
 class GitError(Exception):

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from pplx_export.models import JSON, RelationEdge
 from pplx_export.util import threadref
+from pplx_export.util.jsonobj import attrs_json
 
 KINDS = ("same_space", "same_prompt", "subagent_of", "references")
 EVIDENCE_KEY_MAX = 80
@@ -72,19 +73,9 @@ class ThreadFacts:
     degraded: bool = False  # no raw_entries.json: identity from thread.json only
 
     def to_json(self) -> JSON:
-        return {
-            "uuid": self.uuid,
-            "rel": self.rel,
-            "title": self.title,
-            "space_slug": self.space_slug,
-            "prompt_key": self.prompt_key,
-            "first_source": self.first_source,
-            "first_created_us": self.first_created_us,
-            "links": self.links,
-            "mentions": self.mentions,
-            "sub_agents": [[s.sub_id, s.headline, s.thread_uuid] for s in self.sub_agents],
-            "degraded": self.degraded,
-        }
+        keys = "uuid rel title space_slug prompt_key first_source first_created_us links mentions"
+        subs = [[s.sub_id, s.headline, s.thread_uuid] for s in self.sub_agents]
+        return attrs_json(self, keys + " sub_agents degraded", sub_agents=subs)
 
     @classmethod
     def from_json(cls, doc: JSON) -> ThreadFacts:

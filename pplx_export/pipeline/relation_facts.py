@@ -46,7 +46,7 @@ from pplx_export.pipeline.relation_edges import (
 )
 from pplx_export.renderer_version import RENDERER_VERSION
 from pplx_export.store.db import transaction
-from pplx_export.store.docs import connect, load_bytes, save_bytes
+from pplx_export.store.docs import connect, journal_bytes, load_bytes, save_bytes
 from pplx_export.util.atomic import read_with_stat
 from pplx_export.util.jsontext import dumps_compact, loads, loads_as
 from pplx_export.util.lenient import as_dict, as_str
@@ -281,11 +281,7 @@ class FactsJournal:
 
 def journal_lines(root: Path) -> list[bytes]:
     """The journal's lines, oldest first (raises StoreError)."""
-    with connect(Path(root), write=False) as db:
-        if db is None:
-            return []
-        rows = db.execute("SELECT line FROM relation_facts_journal ORDER BY seq").fetchall()
-    return [bytes(r[0]) for r in rows]
+    return journal_bytes(root, "relation_facts_journal", "line")
 
 
 def clear_journal(root: Path) -> None:

@@ -8,12 +8,13 @@ brackets and line breaks escaped) before it reaches a table or a link.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from json.encoder import encode_basestring
 
 from pplx_export.models import JSON
 from pplx_export.render.labels import SpaceLabels, space_labels
 from pplx_export.render.text import GITHUB, cell, link, one_line
+from pplx_export.util.jsonobj import attrs_json
 from pplx_export.util.jsontext import dumps_indented
 
 
@@ -24,7 +25,7 @@ class Member:
     permission: int = 0
 
     def to_json(self) -> JSON:
-        return {"username": self.username, "name": self.name, "permission": self.permission}
+        return asdict(self)
 
 
 @dataclass
@@ -37,14 +38,8 @@ class SpaceThread:
     dir: str = ""  # newest exported directory, relative to the archive root; "" = not exported
 
     def to_json(self) -> JSON:
-        return {
-            "uuid": self.uuid,
-            "title": self.title,
-            "author": self.author,
-            "mode": self.mode,
-            "lastUpdated": self.last_updated,
-            "dir": self.dir or None,
-        }
+        keys = "uuid title author mode lastUpdated dir"
+        return attrs_json(self, keys, lastUpdated=self.last_updated, dir=self.dir or None)
 
 
 @dataclass

@@ -15,11 +15,12 @@ from pplx_export.site import ask, assets, library, spaces, thread
 from pplx_export.site import constants as C
 from pplx_export.site.client import ApiClient
 from pplx_export.site.cookies import CookieSet
+from pplx_export.util.closing import Closing
 
 JSON = dict[str, Any]
 
 
-class PerplexityAPI:
+class PerplexityAPI(Closing):
     def __init__(
         self, client: ApiClient, *, cookies: CookieSet | None = None, email: str = ""
     ) -> None:
@@ -29,12 +30,6 @@ class PerplexityAPI:
 
     def close(self) -> None:
         self.client.close()
-
-    def __enter__(self) -> PerplexityAPI:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @property
     def requests_made(self) -> int:

@@ -49,6 +49,7 @@ from pplx_export.errors import (
 from pplx_export.site.classify import Verdict, classify
 from pplx_export.site.pacing import BACKOFF_BASE_S, NetRuntime, sleep_with_heartbeat
 from pplx_export.util.atomic import TEMP_PREFIX
+from pplx_export.util.closing import Closing
 
 log = logging.getLogger("pplx_export.site")
 
@@ -112,7 +113,7 @@ class ClientSettings:
         )
 
 
-class ApiClient:
+class ApiClient(Closing):
     """One client per account. `cookies` is a live dict: account switching edits it in place."""
 
     def __init__(
@@ -139,12 +140,6 @@ class ApiClient:
     def close(self) -> None:
         if self._owns_http:
             self._http.close()
-
-    def __enter__(self) -> ApiClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         headers = dict(self.settings.headers)

@@ -34,6 +34,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 from pplx_export.util import bundle, threadref
 from pplx_export.util.atomic import atomic_write_text
+from pplx_export.util.signed_url import is_signature_param
 from pplx_export.util.spans import outside
 
 # Request headers worth keeping (cookies and authorization are never among them).
@@ -180,18 +181,18 @@ class Redactor:
         pairs = parse_qsl(parts.query, keep_blank_values=True)
 
         def value(k: str, v: str) -> str:
-            if bundle.is_signature_param(k):
+            if is_signature_param(k):
                 return self.placeholder("sig", v)
             return shape(v) if words else v
 
         query = "&".join(f"{quote(k, safe='')}={quote(value(k, v), safe='')}" for k, v in pairs)
-        if not words and not any(bundle.is_signature_param(k) for k, _ in pairs):
+        if not words and not any(is_signature_param(k) for k, _ in pairs):
             query = parts.query
         return parts._replace(path=path, query=query).geturl()
 
     def query(self, pairs: list[tuple[str, str]], *, words: bool = False) -> list[list[str]]:
         def value(k: str, v: str) -> str:
-            if bundle.is_signature_param(k):
+            if is_signature_param(k):
                 return self.placeholder("sig", v)
             return shape(v) if words else self.text(v, k)
 

@@ -34,7 +34,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pplx_export.archive.paths import INDEX_DIR
 from pplx_export.archive.scan import newest, scan_thread_dirs
@@ -352,38 +352,18 @@ class BatchState:
             },
         )
 
-    def mark_expired(
+    def mark_gone(
         self,
+        status: Literal["expired", "deleted"],
         uuid: str,
         *,
-        note: str = "ENTRY_EXPIRED",
+        note: str | None = None,
         last_updated: str = "",
         title: str = "",
         now: datetime | None = None,
     ) -> None:
-        self._mark_terminal("expired", uuid, note, last_updated, title, now)
-
-    def mark_deleted(
-        self,
-        uuid: str,
-        *,
-        note: str = "ENTRY_DELETED",
-        last_updated: str = "",
-        title: str = "",
-        now: datetime | None = None,
-    ) -> None:
-        self._mark_terminal("deleted", uuid, note, last_updated, title, now)
-
-    def _mark_terminal(
-        self,
-        status: str,
-        uuid: str,
-        note: str,
-        last_updated: str,
-        title: str,
-        now: datetime | None,
-    ) -> None:
-        """`expired` / `deleted`: terminal states, stamped `<status>_at` with a note."""
+        """`expired` / `deleted`: terminal states, stamped `<status>_at` with a note (by
+        default `ENTRY_EXPIRED` / `ENTRY_DELETED`)."""
         self._set(
             uuid,
             {
@@ -391,6 +371,6 @@ class BatchState:
                 "lastUpdated": last_updated,
                 "title": title[:TITLE_MAX],
                 f"{status}_at": _now(now),
-                "note": note,
+                "note": f"ENTRY_{status.upper()}" if note is None else note,
             },
         )

@@ -60,6 +60,16 @@ def load_bytes(root: Path, key: str) -> bytes | None:
     return None if row is None else bytes(row[0])
 
 
+def journal_bytes(root: Path, table: str, column: str) -> list[bytes]:
+    """A journal table's `column`, oldest first (by `seq`); [] when nothing was ever stored.
+    `table` and `column` are the module's own names, never input. Raises StoreError."""
+    with connect(root, write=False) as db:
+        if db is None:
+            return []
+        rows = db.execute(f"SELECT {column} FROM {table} ORDER BY seq").fetchall()
+    return [bytes(r[0]) for r in rows]
+
+
 def save_bytes(root: Path, key: str, data: bytes | str) -> bool:
     """Store the document in one committed transaction; False when it held these bytes
     already (nothing written). Raises StoreError."""

@@ -11,11 +11,12 @@ so this keeps just the reading side: which changes apply on top of a given snaps
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pplx_export.util.jsonobj import loads_if
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +54,8 @@ def parse(data: bytes, base: str, path: Path) -> Replay:
         log.debug("%s: the last line is unfinished; ignored", path)
     matched = False
     for number, line in enumerate(lines, 1):
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            obj = None
-        if not isinstance(obj, dict):
+        obj = loads_if(line, dict)
+        if obj is None:
             log.warning("%s: line %d is garbled; skipped", path, number)
             continue
         if "journal" in obj:

@@ -18,6 +18,7 @@ from typing import Any
 
 from pplx_export.archive.paths import INDEX_DIR
 from pplx_export.util.atomic import write_if_changed
+from pplx_export.util.jsonobj import loads_if
 from pplx_export.util.lenient import as_dict, as_str
 from pplx_export.util.timefmt import canonical_time
 
@@ -165,11 +166,8 @@ def _parse(text: str) -> tuple[list[dict[str, Any]], bool] | None:
 
     `migrated` says a row's `lastUpdated` was not on the canonical clock yet (an index
     written before it, or by the earlier tool)."""
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(doc, dict) or not isinstance(doc.get("threads"), list):
+    doc = loads_if(text, dict)
+    if doc is None or not isinstance(doc.get("threads"), list):
         return None
     rows = doc["threads"]
     if not all(isinstance(row, dict) for row in rows):

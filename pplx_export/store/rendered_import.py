@@ -23,6 +23,7 @@ from typing import Any
 
 from pplx_export.store import legacy_journal
 from pplx_export.store.db import INDEX_DIR, retire
+from pplx_export.util.jsonobj import loads_if
 
 log = logging.getLogger(__name__)
 
@@ -108,22 +109,16 @@ def _read_snapshot(path: Path, records: dict[str, bytes]) -> str:
 
 
 def _header(raw: bytes) -> str:
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        return ""
-    if not isinstance(doc, dict) or doc.get("rendered") != SNAPSHOT_FORMAT:
+    doc = loads_if(raw, dict)
+    if doc is None or doc.get("rendered") != SNAPSHOT_FORMAT:
         return ""
     ident = doc.get("id")
     return ident if isinstance(ident, str) else ""
 
 
 def _string(raw: bytes) -> str | None:
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, str) else None
+    """The JSON string `raw` holds, or None."""
+    return loads_if(raw, str)
 
 
 def _read_legacy(path: Path, records: dict[str, bytes]) -> str:

@@ -13,7 +13,7 @@ import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pplx_export.store.docs import connect
+from pplx_export.store.docs import connect, journal_bytes
 from pplx_export.util.jsontypes import JSON
 from pplx_export.util.timefmt import format_utc
 
@@ -55,8 +55,4 @@ def _line(record: JSON) -> bytes:
 
 def variant_log_lines(root: Path) -> list[bytes]:
     """The log as the JSONL file held it: one line per record, oldest first."""
-    with connect(Path(root), write=False) as db:
-        if db is None:
-            return []
-        rows = db.execute("SELECT record FROM answer_variants ORDER BY seq").fetchall()
-    return [bytes(r[0]) for r in rows]
+    return journal_bytes(root, "answer_variants", "record")

@@ -29,31 +29,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
+from pplx_export.util.signed_url import is_signature_param
+
 CAPTURE_JSON = "capture.json"
 EXCHANGES_DIR = "exchanges"
 MARKDOWN_DIR = "markdown"
 FORMAT = 1
-
-# Query parameters of signed URLs (CloudFront, S3, GCS, the emulator): the credential, never
-# recorded. Compared lower-cased.
-SIGNATURE_PARAMS = frozenset(
-    {
-        "signature",
-        "x-amz-signature",
-        "x-amz-credential",
-        "x-amz-security-token",
-        "x-goog-signature",
-        "x-goog-credential",
-        "key-pair-id",
-        "policy",
-        "sig",
-        "token",
-    }
-)
-
-
-def is_signature_param(name: str) -> bool:
-    return name.lower() in SIGNATURE_PARAMS
 
 
 def body_fields(content: bytes, content_type: str = "") -> dict[str, Any]:

@@ -54,12 +54,17 @@ def _parent(doc: Any, tokens: list[str]) -> Any:
     return node
 
 
-def get_value(doc: Any, path: str) -> Any:
+def _locate(doc: Any, path: str) -> tuple[Any, str]:
+    """The container of the target of `path` (not "": the whole document), and its key there."""
     tokens = parse_pointer(path)
-    if not tokens:
+    return _parent(doc, tokens), tokens[-1]
+
+
+def get_value(doc: Any, path: str) -> Any:
+    """The value at `path` (RFC 6901); PatchError when there is none."""
+    if path == "":
         return doc
-    parent = _parent(doc, tokens)
-    last = tokens[-1]
+    parent, last = _locate(doc, path)
     if isinstance(parent, dict):
         if last not in parent:
             raise PatchError(f"no member {last!r} at {path!r}")
@@ -70,11 +75,9 @@ def get_value(doc: Any, path: str) -> Any:
 
 
 def _add(doc: Any, path: str, value: Any) -> Any:
-    tokens = parse_pointer(path)
-    if not tokens:
+    if path == "":
         return value
-    parent = _parent(doc, tokens)
-    last = tokens[-1]
+    parent, last = _locate(doc, path)
     if isinstance(parent, dict):
         parent[last] = value
     elif isinstance(parent, list):
@@ -85,11 +88,9 @@ def _add(doc: Any, path: str, value: Any) -> Any:
 
 
 def _remove(doc: Any, path: str) -> tuple[Any, Any]:
-    tokens = parse_pointer(path)
-    if not tokens:
+    if path == "":
         raise PatchError("cannot remove the whole document")
-    parent = _parent(doc, tokens)
-    last = tokens[-1]
+    parent, last = _locate(doc, path)
     if isinstance(parent, dict):
         if last not in parent:
             raise PatchError(f"no member {last!r} to remove at {path!r}")

@@ -27,6 +27,7 @@ from pplx_export.site.constants import API_VERSION
 from pplx_export.site.pacing import Clock
 from pplx_export.site.session import open_session
 from pplx_export.util.atomic import atomic_write_text
+from pplx_export.util.jsonobj import attrs_json
 from pplx_export.util.lenient import as_dict, as_list, as_str
 from pplx_export.util.timefmt import format_utc, parse_iso
 
@@ -64,15 +65,8 @@ class Catalog:
     stale: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "defaults": self.defaults,
-            "council_pool": self.council,
-            "families": self.families,
-            "labels": self.labels,
-            "source": self.source,
-            "fetched_at": self.fetched_at or None,
-            "stale": self.stale,
-        }
+        keys = "defaults council_pool families labels source fetched_at stale"
+        return attrs_json(self, keys, council_pool=self.council, fetched_at=self.fetched_at or None)
 
 
 def summarize(raw: Mapping[str, Any], source: str, fetched_at: str = "") -> Catalog:

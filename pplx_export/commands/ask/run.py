@@ -58,7 +58,6 @@ from pplx_export.errors import (
     TransportError,
     UsageError,
 )
-from pplx_export.pipeline.assemble import default_engine
 from pplx_export.site import constants as C
 from pplx_export.site.api import PerplexityAPI
 from pplx_export.site.ask import (
@@ -362,15 +361,7 @@ def archive_thread(
 ) -> Path:
     """Export the thread through the normal pipeline (lock, state, Exporter)."""
     with archive_lock(opts.out, opts.held_locks):
-        exporter = Exporter(
-            api=api,
-            root=opts.out,
-            account=opts.account,
-            lang=opts.lang,
-            state=BatchState.load(opts.out),
-            accounts=opts.config.accounts,
-            engine=default_engine(opts.flavor),
-        )
+        exporter = Exporter.for_run(opts, api, BatchState.load(opts.out))
         cap = opts.config.network.backoff_cap
         directory = retry_not_found(lambda: exporter.export(uuid), uuid, sleep, cap)
         return directory

@@ -52,7 +52,6 @@ from pplx_export.errors import (
     UsageError,
 )
 from pplx_export.models import JSON
-from pplx_export.pipeline.assemble import default_engine
 from pplx_export.pipeline.capture_hint import drift_json, hint_lines
 from pplx_export.progress import Reporter, progress_reporter
 from pplx_export.site.api import PerplexityAPI
@@ -62,6 +61,7 @@ from pplx_export.store.batch_state import ERROR_MAX, BatchState
 from pplx_export.store.library_index import load_index
 from pplx_export.store.lock import archive_lock
 from pplx_export.store.raw_check import find_damaged
+from pplx_export.util.jsonobj import attrs_json, pairs_json
 
 if TYPE_CHECKING:
     from pplx_export.pipeline.autocommit import CommitResult
@@ -96,18 +96,14 @@ class BatchSummary:
     official_line: str = ""
 
     def to_json(self) -> JSON:
-        doc: JSON = {
-            "ok": self.ok,
-            "skipped": self.skipped,
-            "failed": self.failed,
-            "expired": self.expired,
-            "deleted": self.deleted,
-            "early_stopped": self.early_stopped,
-            "answer_variant_hits": self.variant_hits,
-            "requests": self.requests,
-            "elapsed_s": round(self.elapsed, 3),
-            "failures": [{"uuid": u, "reason": r} for u, r in self.failures],
-        }
+        doc = attrs_json(
+            self,
+            "ok skipped failed expired deleted early_stopped answer_variant_hits requests"
+            " elapsed_s failures",
+            answer_variant_hits=self.variant_hits,
+            elapsed_s=round(self.elapsed, 3),
+            failures=pairs_json(self.failures, "uuid", "reason"),
+        )
         if self.deleted_check is not None:
             doc["deleted_check"] = self.deleted_check
         if self.first_drift is not None:
@@ -161,15 +157,7 @@ def _sweep_index(opts: RunOptions) -> None:
 
 def _exporter(opts: RunOptions, api: PerplexityAPI, state: BatchState) -> Exporter:
     _sweep_index(opts)
-    return Exporter(
-        api=api,
-        root=opts.out,
-        account=opts.account,
-        lang=opts.lang,
-        state=state,
-        accounts=opts.config.accounts,
-        engine=default_engine(opts.flavor),
-    )
+    return Exporter.for_run(opts, api, state)
 
 
 def _now() -> datetime:
@@ -250,18 +238,21 @@ def _export_item(
     failure: BaseException | None = None
     try:
         directory = exporter.export(uuid, item.row, url)
-    except EntryDeleted as exc:
-        state.mark_deleted(
-            uuid, note=exc.reason[:ERROR_MAX], last_updated=item.last_updated, title=item.title
+    except EntryExpired as exc:  # EntryDeleted is one too
+        deleted = isinstance(exc, EntryDeleted)
+        state.mark_gone(
+            "deleted" if deleted else "expired",
+            uuid,
+            note=exc.reason[:ERROR_MAX],
+            last_updated=item.last_updated,
+            title=item.title,
         )
-        summary.deleted += 1
-        log.warning("thread %s (%s) was deleted on Perplexity", uuid, item.title)
-    except EntryExpired as exc:
-        state.mark_expired(
-            uuid, note=exc.reason[:ERROR_MAX], last_updated=item.last_updated, title=item.title
-        )
-        summary.expired += 1
-        log.warning("thread %s (%s) expired on Perplexity", uuid, item.title)
+        if deleted:
+            summary.deleted += 1
+        else:
+            summary.expired += 1
+        what = "was deleted" if deleted else "expired"
+        log.warning("thread %s (%s) %s on Perplexity", uuid, item.title, what)
     except (ApiError, SchemaError, ArchiveError, OSError) as exc:
         full = DiskFull.of(exc)
         if full is not None:

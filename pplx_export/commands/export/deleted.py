@@ -266,6 +266,8 @@ def _confirm_one(
         if add_remote_deleted(directory, stamp):
             log.debug("tombstoned %s", directory)
     note = f"confirmed by sync-deleted: {note}"[:ERROR_MAX]
-    state.mark_deleted(cand.uuid, note=note, last_updated=cand.last_updated, title=cand.title)
+    state.mark_gone(
+        "deleted", cand.uuid, note=note, last_updated=cand.last_updated, title=cand.title
+    )
     result.confirmed.append((cand.uuid, note))
     log.warning("thread %s (%s) was deleted on Perplexity: tombstoned", cand.uuid, cand.title)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from pplx_export.store.library_index import (
     normalize_row,
     save_index,
 )
+from pplx_export.util.jsonobj import attrs_json
 from pplx_export.util.lenient import as_dict, as_str, lenient_int
 from pplx_export.util.timefmt import format_utc, parse_time
 
@@ -68,20 +69,9 @@ class IndexResult:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "account": self.account,
-            "full": self.full,
-            "fetched": self.fetched,
-            "new": self.new,
-            "updated": self.updated,
-            "removed": self.removed,
-            "early_stopped": self.early_stopped,
-            "complete": self.complete,
-            "threads": len(self.rows),
-            "written": self.written,
-            "full_index_due": self.full_reminder,
-            "listing": self.listing,
-        }
+        keys = "account full fetched new updated removed early_stopped complete threads written"
+        keys += " full_index_due listing"
+        return attrs_json(self, keys, threads=len(self.rows), full_index_due=self.full_reminder)
 
 
 def refresh_index(
@@ -179,12 +169,7 @@ class IndexState:
     listing: str = ""  # the library listing that answered last ("rest" | "graphql")
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "extracted_at": self.extracted_at,
-            "last_full_index_at": self.last_full_index_at,
-            "incremental_runs_since_full": self.incremental_runs_since_full,
-            "listing": self.listing,
-        }
+        return asdict(self)
 
 
 def _load_states(root: Path) -> dict[str, Any]:

@@ -59,6 +59,7 @@ from pplx_export.parse.official_export import (
 from pplx_export.pipeline.relation_facts import FactsJournal, facts_record
 from pplx_export.store.batch_state import BatchState
 from pplx_export.store.official_state import load_state, save_state
+from pplx_export.util.jsonobj import attrs_json
 from pplx_export.util.jsonstream import StreamFormatError, iter_array_in_object
 from pplx_export.util.jsontext import loads
 from pplx_export.util.timefmt import canonical_time, format_utc
@@ -133,13 +134,7 @@ class Audited:
     action: str = ""  # recovered | turns_added | "" (audit only, or nothing to do)
 
     def to_json(self) -> JSON:
-        doc: JSON = {
-            "web_uuid": self.web_uuid,
-            "title": self.title,
-            "status": self.status,
-            "turns": self.turns,
-            "dir": self.dir or None,
-        }
+        doc = attrs_json(self, "web_uuid title status turns dir", dir=self.dir or None)
         if self.missing:
             doc["missing"] = self.missing
         if self.source:
@@ -512,7 +507,6 @@ def fetch_recovered(opts: RunOptions, api: Any) -> FetchResult:
     export's copy; a thread it serves is exported in full over it (its turns the API
     lacks stay, imported). Deleted and expired threads are not asked again."""
     from pplx_export.commands.export.thread import Exporter
-    from pplx_export.pipeline.assemble import default_engine
 
     result = FetchResult()
     store = load_state(opts.out)
@@ -537,15 +531,7 @@ def fetch_recovered(opts: RunOptions, api: Any) -> FetchResult:
         if recovered:
             save_state(opts.out, store)
         return result
-    exporter = Exporter(
-        api=api,
-        root=opts.out,
-        account=opts.account,
-        lang=opts.lang,
-        state=state,
-        accounts=opts.config.accounts,
-        engine=default_engine(opts.flavor),
-    )
+    exporter = Exporter.for_run(opts, api, state)
     now = format_utc(datetime.now(UTC))
     try:
         for uuid in todo:

@@ -22,8 +22,9 @@ from pplx_export.archive.sweep import sweep_temp_files, sweep_unfinished_dirs
 from pplx_export.archive.writer import prepare_thread_dir
 from pplx_export.commands.export.official_merge import with_imported_turns
 from pplx_export.config import Account
+from pplx_export.context import RunOptions
 from pplx_export.errors import SchemaError, UsageError
-from pplx_export.models import JSON
+from pplx_export.models import JSON, Conversation
 from pplx_export.parse import needs_blocks
 from pplx_export.parse.interruptions import WORKFLOW_NOTE
 from pplx_export.parse.last_updated import same_last_updated
@@ -82,6 +83,19 @@ class Exporter:
     # with unknown shapes). The run's summary names the first (pipeline/capture_hint.py).
     drifted: list[tuple[str, str, bool, bool]] = field(default_factory=list)
 
+    @classmethod
+    def for_run(cls, opts: RunOptions, api: PerplexityAPI, state: BatchState) -> Exporter:
+        """The exporter of a command run: its archive, account, language, flavor, accounts."""
+        return cls(
+            api=api,
+            root=opts.out,
+            account=opts.account,
+            lang=opts.lang,
+            state=state,
+            accounts=opts.config.accounts,
+            engine=default_engine(opts.flavor),
+        )
+
     def folder_for(self, author: str) -> str:
         """protocol §6.1: the author's display name from the account registry, else the name.
 
@@ -102,15 +116,21 @@ class Exporter:
         blocks, incomplete = (
             self._schematized(web_uuid) if needs_blocks(plain, row, url) else (None, "")
         )
-        conv = self.engine.parse(
-            plain,
-            blocks,
-            row,
-            web_uuid=web_uuid,
-            url=url,
-            export_via=self.account.name,
-            exported_at=format_utc(now),
-        )
+
+        def parse(entries: dict[str, Any]) -> Conversation:
+            """The thread parsed from `entries` (the plain answer, or it merged with the
+            data export's turns)."""
+            return self.engine.parse(
+                entries,
+                blocks,
+                row,
+                web_uuid=web_uuid,
+                url=url,
+                export_via=self.account.name,
+                exported_at=format_utc(now),
+            )
+
+        conv = parse(plain)
         _log_parse_notes(web_uuid, conv.warnings)
         drift = conv.drift.counts
         if drift:
@@ -126,15 +146,7 @@ class Exporter:
         sweep_temp_files(directory)
         sweep_unfinished_dirs(self.root, web_uuid, directory, self.dirs)
         conv = with_imported_turns(
-            lambda merged: self.engine.parse(
-                merged,
-                blocks,
-                row,
-                web_uuid=web_uuid,
-                url=url,
-                export_via=self.account.name,
-                exported_at=format_utc(now),
-            ),
+            parse,
             conv,
             plain,
             directory,

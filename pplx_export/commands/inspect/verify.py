@@ -35,18 +35,17 @@ from typing import Any
 from pplx_export.archive.assets import FILES_DIR, MANIFEST, read_manifest
 from pplx_export.archive.loader import parse_read, read_thread
 from pplx_export.archive.paths import RESERVED_TOP, TRASH_PREFIX, iter_thread_rels, uuid8
-from pplx_export.archive.report_body import load_report_body
 from pplx_export.archive.thread_json import THREAD_JSON
-from pplx_export.archive.writer import write_thread
 from pplx_export.context import RunOptions
 from pplx_export.errors import ArchiveError, SchemaError, ThreadUnreadable, UsageError
-from pplx_export.pipeline.assemble import default_engine, preload_engine, render_files
+from pplx_export.pipeline.assemble import default_engine, preload_engine, rewrite_conversation
 from pplx_export.pipeline.capture_hint import capture_command, hint_lines, thread_url
 from pplx_export.search import index as search_index
 from pplx_export.store.batch_state import BatchState
 from pplx_export.store.lock import archive_lock, archive_read_lock
 from pplx_export.store.state_check import check_state_vs_dirs
 from pplx_export.util.atomic import TEMP_PREFIX
+from pplx_export.util.jsonobj import attrs_json
 from pplx_export.workers import auto_jobs, ordered_map
 
 log = logging.getLogger(__name__)
@@ -101,15 +100,13 @@ class DriftItem:
     first: tuple[str, str] = ("", "")  # its (web uuid, url)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "value": self.value,
-            "count": self.count,
-            "threads": self.threads,
-            "example": self.example,
-            "first": thread_url(*self.first) if self.first[0] else "",
-            "capture": capture_command(*self.first) if self.first[0] else "",
-        }
+        known = bool(self.first[0])
+        return attrs_json(
+            self,
+            "kind value count threads example first capture",
+            first=thread_url(*self.first) if known else "",
+            capture=capture_command(*self.first) if known else "",
+        )
 
 
 @dataclass
@@ -307,7 +304,7 @@ def check_thread(root: Path, rel: str, lang: str, flavor: str = "github") -> Thr
 
 def _check_thread(check: ThreadCheck, root: Path, rel: str, lang: str, flavor: str) -> None:
     directory = root / rel
-    account_folder, _mode_folder, name = rel.split("/", 2)
+    _account_folder, _mode_folder, name = rel.split("/", 2)
     _check_debris(check, directory)
     _check_not_ours(check, directory)
     _check_manifest(check, directory)
@@ -327,17 +324,7 @@ def _check_thread(check: ThreadCheck, root: Path, rel: str, lang: str, flavor: s
     for n, loss in conv.losses:
         # Not fixable here: the raw files hold it, this version cannot read it (§9.1).
         check.add("loss", f"turn {n}: {loss_line(loss)}")
-    rendered = render_files(engine, conv, lang, load_report_body(directory, conv), directory)
-    result = write_thread(
-        root,
-        conv,
-        rendered,
-        account_folder=account_folder,
-        source="offline",
-        dest=directory,
-        log_variants=False,
-        dry_run=True,
-    )
+    result = rewrite_conversation(root, rel, conv, engine, lang, redact=True, dry_run=True)
     if result.written or result.removed:
         files = sorted(result.written) + [f"{f} (extra)" for f in sorted(result.removed)]
         check.add("stale", "differs from a fresh render: " + ", ".join(files))

@@ -26,8 +26,10 @@ from pplx_export.render.relations import ThreadRef, render_edges_jsonl, render_g
 from pplx_export.store.lock import archive_lock
 from pplx_export.util.atomic import write_if_changed
 from pplx_export.util.gcpause import gc_paused
+from pplx_export.util.jsonobj import pairs_json
 from pplx_export.util.lenient import as_dict
 from pplx_export.util.lenient import lenient_int as lint
+from pplx_export.util.tally import RunTally
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +39,13 @@ GRAPH_FILE = "graph.md"
 
 
 @dataclass
-class RelationsResult:
+class RelationsResult(RunTally):
     directory: Path
     threads: int = 0
     parsed: int = 0
     degraded: int = 0
     edges: dict[str, int] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)
-    failures: list[tuple[str, str]] = field(default_factory=list)
-    elapsed: float = 0.0
 
     def to_json(self) -> JSON:
         return {
@@ -55,7 +55,7 @@ class RelationsResult:
             "degraded": self.degraded,
             "edges": self.edges,
             "written": self.written,
-            "failures": [{"dir": d, "reason": r} for d, r in self.failures],
+            "failures": pairs_json(self.failures, "dir", "reason"),
         }
 
     def line(self) -> str:

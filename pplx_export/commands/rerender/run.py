@@ -37,6 +37,7 @@ from pplx_export.pipeline.capture_hint import drift_json, hint_lines
 from pplx_export.progress import progress_reporter
 from pplx_export.store.lock import archive_lock
 from pplx_export.store.render_state import RenderState, is_fresh
+from pplx_export.util.jsonobj import attrs_json, pairs_json
 from pplx_export.util.jsontypes import JSON
 
 if TYPE_CHECKING:
@@ -88,23 +89,18 @@ class RerenderSummary:
         return [f"  would {verb:6} {path}" for path, verb in self.would_change]
 
     def to_json(self) -> JSON:
-        doc: JSON = {
-            "dry_run": self.dry_run,
-            "threads": self.total,
-            "written": self.written,
-            "unchanged": self.unchanged,
-            "skipped": self.skipped,
-            "failed": self.failed,
-            "files_written": self.files_written,
-            "files_removed": self.files_removed,
-            "redacted_tokens": self.redacted_tokens,
-            "answer_variant_hits": self.variant_hits,
-            "threads_with_losses": self.lossy,
-            "elapsed_s": round(self.elapsed, 3),
-            "failures": [{"dir": rel, "reason": reason} for rel, reason in self.failures],
-        }
+        doc = attrs_json(
+            self,
+            "dry_run threads written unchanged skipped failed files_written files_removed"
+            " redacted_tokens answer_variant_hits threads_with_losses elapsed_s failures",
+            threads=self.total,
+            answer_variant_hits=self.variant_hits,
+            threads_with_losses=self.lossy,
+            elapsed_s=round(self.elapsed, 3),
+            failures=pairs_json(self.failures, "dir", "reason"),
+        )
         if self.dry_run:
-            doc["would_change"] = [{"path": p, "action": a} for p, a in self.would_change]
+            doc["would_change"] = pairs_json(self.would_change, "path", "action")
         if self.first_lossy is not None:
             doc["drift"] = drift_json(self.lossy, 0, *self.first_lossy)
         return doc

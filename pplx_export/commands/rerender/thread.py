@@ -18,16 +18,15 @@ from pathlib import Path
 from pplx_export.archive.fingerprint import recorded_file
 from pplx_export.archive.loader import parse_read, read_thread
 from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES, has_live_token
-from pplx_export.archive.report_body import load_report_body
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_json import THREAD_JSON
-from pplx_export.archive.writer import FastPath, write_thread
+from pplx_export.archive.writer import FastPath
 from pplx_export.commands.rerender.outcome import ThreadOutcome
 from pplx_export.errors import ArchiveError, DiskFull, SchemaError
 from pplx_export.models import JSON
 from pplx_export.parse.losses import LOSS_NOTE, loss_line
 from pplx_export.pipeline.after_write import Derived, after_write
-from pplx_export.pipeline.assemble import Engine, default_engine, render_files
+from pplx_export.pipeline.assemble import Engine, default_engine, rewrite_conversation
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +91,6 @@ def _rerender_thread(
     indexed: str | None = None,
 ) -> ThreadOutcome:
     engine = engine or default_engine()
-    directory = root / rel
-    account_folder, _mode_folder, _ = rel.split("/", 2)
     # ThreadUnreadable (an ArchiveError) says which file and why: the outcome's reason.
     thread = read_thread(root, rel)
     doc = thread.doc
@@ -128,17 +125,13 @@ def _rerender_thread(
     conv = parse_read(thread, engine.parse)
     if conv.web_uuid != web_uuid:
         raise ArchiveError(f"parsed web_uuid {conv.web_uuid!r} differs from thread.json")
-    report_body = load_report_body(directory, conv)
-    rendered = render_files(engine, conv, lang, report_body, directory)
-    result = write_thread(
+    result = rewrite_conversation(
         root,
+        rel,
         conv,
-        rendered,
-        account_folder=account_folder,
-        source="offline",
-        dest=directory,
+        engine,
+        lang,
         redact=redact,
-        log_variants=False,
         dry_run=dry_run,
         fast=FastPath(
             inside_root=dir_checked,

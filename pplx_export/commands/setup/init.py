@@ -25,7 +25,7 @@ import logging
 import re
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -91,13 +91,7 @@ class InitAccount:
     active: bool
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "email": self.email,
-            "display_name": self.display_name,
-            "user_id": self.user_id,
-            "active": self.active,
-        }
+        return asdict(self)
 
 
 @dataclass

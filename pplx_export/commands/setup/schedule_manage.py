@@ -48,6 +48,7 @@ from pplx_export.errors import PplxError
 from pplx_export.site.browsers import parse_browser_spec
 from pplx_export.site.cookies import CACHE_MAX_AGE_S, read_cache_record
 from pplx_export.store.sync_runs import load_runs
+from pplx_export.util.jsonobj import attrs_json
 
 log = logging.getLogger(__name__)
 
@@ -366,13 +367,7 @@ class CheckResult:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "environment": self.environment,
-            "argv": self.argv,
-            "exit_code": self.exit_code,
-            "ok": self.ok,
-            "output": self.output,
-        }
+        return attrs_json(self, "environment argv exit_code ok output")
 
 
 def check_argv(opts: RunOptions, python: str | None = None) -> list[str]:

@@ -44,6 +44,7 @@ from pplx_export.store.lock import archive_lock
 from pplx_export.store.space_files import META_KEY, load_meta, save_meta
 from pplx_export.util.atomic import write_if_changed
 from pplx_export.util.gcpause import gc_paused
+from pplx_export.util.jsonobj import attrs_json
 from pplx_export.util.jsontext import dumps_compact, loads
 from pplx_export.util.lenient import as_dict, as_str, dicts, lenient_int
 
@@ -74,12 +75,7 @@ class SpacesResult:
     visible: dict[str, str] = field(default_factory=dict)  # slug -> account that sees it
 
     def counts(self) -> JSON:
-        return {
-            "spaces": self.spaces,
-            "threads": self.threads,
-            "no_space": self.no_space,
-            "visible": self.visible,
-        }
+        return attrs_json(self, "spaces threads no_space visible")
 
     @classmethod
     def from_stamp(cls, directory: Path, stamp: JSON, meta: MetaOutcome | None) -> SpacesResult:
@@ -99,22 +95,12 @@ class SpacesResult:
         return sorted(slug for slug, via in self.visible.items() if via == account)
 
     def to_json(self) -> JSON:
-        doc: JSON = {
-            "directory": str(self.directory),
-            "spaces": self.spaces,
-            "threads": self.threads,
-            "no_space": self.no_space,
-            "written": self.written,
-            "removed": self.removed,
-            "problems": self.problems,
-        }
+        keys = "directory spaces threads no_space written removed problems"
+        doc = attrs_json(self, keys, directory=str(self.directory))
         if self.meta is not None:
-            doc["meta"] = {
-                "fetched": self.meta.fetched,
-                "via_other_account": self.meta.via_other,
-                "failed": self.meta.failed,
-                "requests": self.meta.requests,
-            }
+            meta = self.meta
+            keys = "fetched via_other_account failed requests"
+            doc["meta"] = attrs_json(meta, keys, via_other_account=meta.via_other)
         return doc
 
     def line(self) -> str:

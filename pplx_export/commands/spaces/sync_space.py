@@ -24,8 +24,10 @@ from pplx_export.models import JSON
 from pplx_export.pipeline.space_catalog import DiskThread, IndexFact, SpaceRef, build_catalog
 from pplx_export.store.lock import archive_lock
 from pplx_export.util.atomic import atomic_write_text, read_with_stat
+from pplx_export.util.jsonobj import attrs_json, pairs_json
 from pplx_export.util.jsontext import loads
 from pplx_export.util.lenient import as_str
+from pplx_export.util.tally import RunTally
 
 log = logging.getLogger(__name__)
 
@@ -39,35 +41,27 @@ class SpaceChange:
     after: SpaceRef | None
 
     def to_json(self) -> JSON:
-        return {
-            "uuid": self.uuid,
-            "dir": self.dir,
-            "title": self.title,
-            "from": self.before,
-            "to": self.after,
-        }
+        return {**attrs_json(self, "uuid dir title"), "from": self.before, "to": self.after}
 
 
 @dataclass
-class SyncSpaceResult:
+class SyncSpaceResult(RunTally):
     checked: int = 0
     changes: list[SpaceChange] = field(default_factory=list)
-    failures: list[tuple[str, str]] = field(default_factory=list)
     spaces_written: list[str] = field(default_factory=list)
-    elapsed: float = 0.0
 
     def to_json(self) -> JSON:
         return {
             "checked": self.checked,
             "changed": [c.to_json() for c in self.changes],
-            "failures": [{"dir": d, "reason": r} for d, r in self.failures],
+            "failures": pairs_json(self.failures, "dir", "reason"),
             "spaces_written": self.spaces_written,
         }
 
     def line(self) -> str:
         text = f"sync-space: {self.checked} threads checked, {len(self.changes)} patched"
         if self.failures:
-            text += f", {len(self.failures)} failed"
+            text += f", {self.failed} failed"
         if self.changes:
             text += f"; spaces/ rebuilt ({len(self.spaces_written)} files written)"
         return text

@@ -14,13 +14,13 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
 
 from pplx_export.config import Account
 from pplx_export.context import RunOptions
 from pplx_export.errors import AuthError
 from pplx_export.site.api import PerplexityAPI
 from pplx_export.site.session import open_session, runtime_for
+from pplx_export.util.closing import Closing
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def account_for(opts: RunOptions, name: str) -> Account | None:
 
 
 @dataclass
-class AccountSessions:
+class AccountSessions(Closing):
     """One signed-in session per account, opened on first use (see module doc)."""
 
     opts: RunOptions
@@ -74,17 +74,6 @@ class AccountSessions:
         for api in self._apis.values():
             api.close()
         self._apis.clear()
-
-    def __enter__(self) -> AccountSessions:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 @dataclass

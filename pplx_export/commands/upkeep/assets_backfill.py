@@ -47,6 +47,7 @@ from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, archived_threads
 from pplx_export.commands.rerender.thread import rerender_thread
 from pplx_export.commands.upkeep.accounts import AccountSessions, AuthStreak, OpenApi, account_for
+from pplx_export.commands.upkeep.tally import BackfillTally
 from pplx_export.config import Account
 from pplx_export.context import RunOptions
 from pplx_export.errors import (
@@ -70,6 +71,7 @@ from pplx_export.site.api import PerplexityAPI
 from pplx_export.store.batch_state import ERROR_MAX
 from pplx_export.store.lock import archive_lock
 from pplx_export.util.atomic import fsync_dir, write_if_changed
+from pplx_export.util.jsonobj import attrs_json
 from pplx_export.util.jsontext import loads
 from pplx_export.util.lenient import as_dict, dicts
 from pplx_export.util.timefmt import parse_time
@@ -82,7 +84,7 @@ ACCESS_DENIED = "ASSET_ACCESS_DENIED"
 
 
 @dataclass
-class AssetsResult:
+class AssetsResult(BackfillTally):
     fetch_blocks: bool
     online: bool
     threads: int = 0  # threads with raw_blocks.json examined offline
@@ -92,28 +94,19 @@ class AssetsResult:
     downloaded: int = 0
     expired: int = 0
     retried_with_owner: int = 0
-    failures: list[tuple[str, str]] = field(default_factory=list)  # (where, reason)
-    requests: int = 0
-    elapsed: float = 0.0
-
-    @property
-    def failed(self) -> int:
-        return len(self.failures)
 
     def to_json(self) -> JSON:
-        return {
-            "threads": self.threads,
-            "inline_written": self.inline_written,
-            "manifests_updated": self.manifests_updated,
-            "blocks_fetched": self.blocks_fetched if self.fetch_blocks else None,
-            "downloaded": self.downloaded if self.online else None,
-            "asset_expired": self.expired if self.online else None,
-            "retried_with_owner": self.retried_with_owner if self.online else None,
-            "failed": self.failed,
-            "requests": self.requests,
-            "elapsed_s": round(self.elapsed, 3),
-            "failures": [{"where": w, "reason": r} for w, r in self.failures],
-        }
+        online = self.online
+        return attrs_json(
+            self,
+            "threads inline_written manifests_updated blocks_fetched downloaded asset_expired"
+            " retried_with_owner failed requests elapsed_s failures",
+            blocks_fetched=self.blocks_fetched if self.fetch_blocks else None,
+            downloaded=self.downloaded if online else None,
+            asset_expired=self.expired if online else None,
+            retried_with_owner=self.retried_with_owner if online else None,
+            **self.tally_json("where"),
+        )
 
     def line(self) -> str:
         parts = [

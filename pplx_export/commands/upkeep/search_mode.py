@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pplx_export.archive.paths import INDEX_DIR
@@ -23,6 +23,7 @@ from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, archived_threads
 from pplx_export.commands.upkeep.accounts import AccountSessions, AuthStreak, OpenApi, account_for
+from pplx_export.commands.upkeep.tally import BackfillTally
 from pplx_export.context import RunOptions
 from pplx_export.errors import ApiError, AuthError, EntryExpired, Interrupted, SchemaError
 from pplx_export.models import JSON
@@ -31,6 +32,7 @@ from pplx_export.progress import progress_reporter
 from pplx_export.store.batch_state import ERROR_MAX
 from pplx_export.store.library_index import indexed_accounts, load_index, save_index
 from pplx_export.store.lock import archive_lock
+from pplx_export.util.jsonobj import attrs_json
 from pplx_export.util.jsontext import loads
 from pplx_export.util.lenient import as_dict, as_list, as_str
 
@@ -41,7 +43,7 @@ KEY = "search_mode"
 
 
 @dataclass
-class SearchModeResult:
+class SearchModeResult(BackfillTally):
     offline: bool
     filled_local: int = 0
     filled_online: int = 0
@@ -49,28 +51,14 @@ class SearchModeResult:
     not_exported: int = 0  # rows left for an online run (offline only)
     already: int = 0
     gone: int = 0  # deleted or purged on the platform
-    failures: list[tuple[str, str]] = field(default_factory=list)
-    requests: int = 0
-    elapsed: float = 0.0
-
-    @property
-    def failed(self) -> int:
-        return len(self.failures)
 
     def to_json(self) -> JSON:
-        return {
-            "offline": self.offline,
-            "filled_local": self.filled_local,
-            "filled_online": self.filled_online,
-            "unknown": self.unknown,
-            "not_exported": self.not_exported,
-            "already": self.already,
-            "gone": self.gone,
-            "failed": self.failed,
-            "requests": self.requests,
-            "elapsed_s": round(self.elapsed, 3),
-            "failures": [{"uuid": u, "reason": r} for u, r in self.failures],
-        }
+        keys = "offline filled_local filled_online unknown not_exported already gone"
+        return attrs_json(
+            self,
+            keys + " failed requests elapsed_s failures",
+            **self.tally_json("uuid"),
+        )
 
     def line(self) -> str:
         line = (

@@ -24,6 +24,7 @@ from pplx_export.archive.paths import INDEX_DIR
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, archived_threads
 from pplx_export.commands.upkeep.accounts import AccountSessions, AuthStreak, OpenApi, account_for
+from pplx_export.commands.upkeep.tally import BackfillTally
 from pplx_export.config import Account
 from pplx_export.context import RunOptions
 from pplx_export.errors import ApiError, AuthError, Interrupted, PermissionDenied, SchemaError
@@ -38,6 +39,7 @@ from pplx_export.store.credit_usage import (
     usage_record,
 )
 from pplx_export.store.lock import archive_lock
+from pplx_export.util.jsonobj import attrs_json
 from pplx_export.util.timefmt import format_utc, parse_time
 
 log = logging.getLogger(__name__)
@@ -47,34 +49,22 @@ FORBIDDEN_CODE = "thread_usage_forbidden"
 
 
 @dataclass
-class UsageResult:
+class UsageResult(BackfillTally):
     fetched: int = 0
     forbidden: int = 0
     already: int = 0  # final records from an earlier run
     no_context: int = 0  # thread.json without psc_uuid: nothing to ask with
     no_account: int = 0  # exported by an account the config does not know
     accounts: list[str] = field(default_factory=list)
-    failures: list[tuple[str, str]] = field(default_factory=list)  # (uuid, reason)
-    requests: int = 0
-    elapsed: float = 0.0
-
-    @property
-    def failed(self) -> int:
-        return len(self.failures)
 
     def to_json(self) -> JSON:
-        return {
-            "fetched": self.fetched,
-            "forbidden": self.forbidden,
-            "already": self.already,
-            "no_context_uuid": self.no_context,
-            "no_account": self.no_account,
-            "failed": self.failed,
-            "accounts": self.accounts,
-            "requests": self.requests,
-            "elapsed_s": round(self.elapsed, 3),
-            "failures": [{"uuid": u, "reason": r} for u, r in self.failures],
-        }
+        return attrs_json(
+            self,
+            "fetched forbidden already no_context_uuid no_account failed accounts requests"
+            " elapsed_s failures",
+            no_context_uuid=self.no_context,
+            **self.tally_json("uuid"),
+        )
 
     def line(self) -> str:
         return (
