@@ -266,9 +266,10 @@ def _verify_against(opts: RunOptions, path: Path, as_json: bool) -> None:
 
     report = run_import_command(opts, path, audit_only=True)
     if as_json:
-        emit_json(report.to_json())
+        report.write_json(sys.stdout)
     else:
         sys.stdout.write("\n".join(report.lines()) + "\n")
+    report.close()
     missing = report.problems
     report_run(
         "",

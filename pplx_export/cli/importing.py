@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pplx_export.cli.options import json_option, shared_options
-from pplx_export.cli.output import emit_json, report_run
+from pplx_export.cli.output import report_run
 
 if TYPE_CHECKING:
     from pplx_export.context import RunOptions
@@ -44,11 +44,12 @@ def import_export(
         raise click.UsageError("--fetch and --audit-only exclude each other")
     report = run_import_command(opts, export_file, audit_only=audit_only, fetch=fetch)
     if as_json:
-        emit_json(report.to_json())
+        report.write_json(sys.stdout)
     else:
         sys.stdout.write("\n".join(report.lines()) + "\n")
         if report.fetch is not None and not opts.quiet:
             click.echo(str(report.fetch.get("line", "")), err=True)
+    report.close()
     report_run(
         "",
         [],

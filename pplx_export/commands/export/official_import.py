@@ -34,6 +34,7 @@ from pplx_export.archive.paths import find_thread_dirs, safe_folder
 from pplx_export.archive.raw import RAW_ENTRIES
 from pplx_export.archive.scan import ThreadDirs
 from pplx_export.archive.thread_json import OFFICIAL, THREAD_JSON, load_json_dict
+from pplx_export.commands.export.import_report import Audited, ImportReport
 from pplx_export.context import RunOptions
 from pplx_export.errors import (
     ApiError,
@@ -59,7 +60,6 @@ from pplx_export.parse.official_export import (
 from pplx_export.pipeline.relation_facts import FactsJournal, facts_record
 from pplx_export.store.batch_state import BatchState
 from pplx_export.store.official_state import load_state, save_state
-from pplx_export.util.jsonobj import attrs_json
 from pplx_export.util.jsonstream import StreamFormatError, iter_array_in_object
 from pplx_export.util.jsontext import loads
 from pplx_export.util.timefmt import canonical_time, format_utc
@@ -120,102 +120,6 @@ def export_size(path: Path) -> int:
 
 
 # -- the audit ---------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Audited:
-    web_uuid: str
-    title: str
-    status: str  # complete | missing_turns | not_archived
-    turns: int  # in the export
-    dir: str = ""  # relative to the root, when archived (or recovered)
-    missing: list[str] = field(default_factory=list)  # questions the archive lacks
-    source: str = ""  # "official_export" when the thread's only copy is the export's
-    action: str = ""  # recovered | turns_added | "" (audit only, or nothing to do)
-
-    def to_json(self) -> JSON:
-        doc = attrs_json(self, "web_uuid title status turns dir", dir=self.dir or None)
-        if self.missing:
-            doc["missing"] = self.missing
-        if self.source:
-            doc["source"] = self.source
-        if self.action:
-            doc["action"] = self.action
-        return doc
-
-
-@dataclass
-class ImportReport:
-    file: str
-    audit_only: bool
-    threads: list[Audited] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why)
-    error: str = ""  # the file turned out damaged midway: what was read is reported
-    fetch: JSON | None = None
-
-    def of(self, status: str) -> list[Audited]:
-        return [t for t in self.threads if t.status == status]
-
-    @property
-    def recovered(self) -> int:
-        return sum(1 for t in self.threads if t.action == "recovered")
-
-    @property
-    def turns_added(self) -> int:
-        return sum(len(t.missing) for t in self.threads if t.action == "turns_added")
-
-    @property
-    def problems(self) -> int:
-        return len(self.of("missing_turns")) + len(self.of("not_archived"))
-
-    def to_json(self) -> JSON:
-        doc: JSON = {
-            "file": self.file,
-            "conversations": len(self.threads),
-            "complete": len(self.of("complete")),
-            "missing_turns": len(self.of("missing_turns")),
-            "not_archived": len(self.of("not_archived")),
-            "only_in_export": sum(1 for t in self.threads if t.source == OFFICIAL),
-            "threads": [t.to_json() for t in self.threads],
-            "skipped": [{"where": w, "why": y} for w, y in self.skipped],
-        }
-        if not self.audit_only:
-            doc["recovered"] = self.recovered
-            doc["turns_added"] = self.turns_added
-        if self.error:
-            doc["error"] = self.error
-        if self.fetch is not None:
-            doc["fetch"] = self.fetch
-        return doc
-
-    def lines(self) -> list[str]:
-        out = [
-            f"{len(self.threads)} conversation(s) in {Path(self.file).name}: "
-            f"{len(self.of('complete'))} archived and complete, "
-            f"{len(self.of('missing_turns'))} archived but missing turns, "
-            f"{len(self.of('not_archived'))} not archived"
-        ]
-        for t in self.of("missing_turns"):
-            out.append(f"  missing turns: {t.web_uuid} {t.title[:60]!r} ({t.dir})")
-            out += [f"    - {q[:100]}" for q in t.missing]
-        for t in self.of("not_archived"):
-            out.append(f"  not archived: {t.web_uuid} {t.title[:60]!r} ({t.turns} turn(s))")
-        only = [t for t in self.threads if t.source == OFFICIAL and t.status == "complete"]
-        if only:
-            out.append(
-                f"  {len(only)} archived thread(s) hold only the export's copy (`status` says what "
-                "the API answered for each; `sync` asks again unless it was deleted or expired)"
-            )
-        if not self.audit_only:
-            out.append(
-                f"recovered {self.recovered} thread(s) from the export; "
-                f"added {self.turns_added} imported turn(s) to archived threads"
-            )
-        for where, why in self.skipped:
-            out.append(f"  skipped: {where}: {why}")
-        if self.error:
-            out.append(f"stopped early: {self.error}")
-        return out
 
 
 def _archived_dir(root: Path, dirs: ThreadDirs, web_uuid: str) -> Path | None:
@@ -383,7 +287,7 @@ class _Recovery:
             {
                 "file": str(path),
                 "at": format_utc(datetime.now(UTC)),
-                "conversations": len(report.threads),
+                "conversations": report.conversations,
                 "recovered": report.recovered,
                 "turns_added": report.turns_added,
             }
@@ -435,7 +339,7 @@ def run_import(
             for n, raw in enumerate(iter_conversations(path, on_bytes), 1):
                 _one(opts.out, dirs, recovery, raw, n, seen, report)
         except UsageError as exc:
-            if not report.threads:
+            if not report.conversations:
                 raise
             report.error = str(exc)  # what was read before the damage stands
         finally:
@@ -464,16 +368,19 @@ def _one(
     seen.add(conv.web_uuid)
     try:
         entry = audit_one(root, dirs, conv)
-        report.threads.append(entry)
-        if recovery is None:
-            return
-        if entry.status == "not_archived":
-            recovery.recover(conv, raw, entry)
-        elif entry.status == "missing_turns":
-            recovery.add_turns(conv, raw, entry)
     except ArchiveError as exc:
         # One bad thread directory costs that thread, not the import.
         report.skipped.append((conv.web_uuid, str(exc)))
+        return
+    try:
+        if recovery is not None and entry.status == "not_archived":
+            recovery.recover(conv, raw, entry)
+        elif recovery is not None and entry.status == "missing_turns":
+            recovery.add_turns(conv, raw, entry)
+    except ArchiveError as exc:
+        report.skipped.append((conv.web_uuid, str(exc)))
+    finally:
+        report.add(entry)  # as the recovery left it
 
 
 # -- asking the API for recovered threads --------------------------------------------------
