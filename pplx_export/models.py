@@ -16,7 +16,7 @@ reader finds in one file.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 # Defined in util (light to import, for the modules that need nothing else of this one).
@@ -420,7 +420,13 @@ class Interruption:
     status: str
 
     def to_json(self) -> JSON:
-        return asdict(self)
+        # Not dataclasses.asdict: its deep copy costs a re-render 1% (one call per turn).
+        return {
+            "location": self.location,
+            "kind": self.kind,
+            "headline": self.headline,
+            "status": self.status,
+        }
 
 
 @dataclass
