@@ -31,7 +31,13 @@ from pathlib import Path
 from pplx_export.archive.paths import INDEX_DIR
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, add_remote_deleted, archived_threads
-from pplx_export.commands.upkeep.accounts import AccountSessions, AuthStreak, OpenApi, account_for
+from pplx_export.commands.upkeep.accounts import (
+    AccountSessions,
+    AuthStreak,
+    OpenApi,
+    account_for,
+    counted_sessions,
+)
 from pplx_export.context import RunOptions
 from pplx_export.errors import (
     ApiError,
@@ -191,15 +197,13 @@ def run_sync_deleted(
         )
         if not online or not result.candidates:
             return result
-        with AccountSessions(opts, open_api) as sessions:
-            before = sessions.requests_made
+        with counted_sessions(opts, open_api, result) as sessions:
             try:
                 _confirm_all(opts, sessions, state, result)
             except KeyboardInterrupt:
                 # Each tombstone was committed when it was made: nothing to save.
                 raise Interrupted("interrupted; progress saved, rerun to continue") from None
             finally:
-                result.requests = sessions.requests_made - before
                 result.elapsed = time.monotonic() - started
     return result
 

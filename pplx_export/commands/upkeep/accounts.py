@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from pplx_export.config import Account
 from pplx_export.context import RunOptions
@@ -74,6 +76,25 @@ class AccountSessions(Closing):
         for api in self._apis.values():
             api.close()
         self._apis.clear()
+
+
+class CountsRequests(Protocol):
+    """A result that reports the requests its run made."""
+
+    requests: int
+
+
+@contextmanager
+def counted_sessions(
+    opts: RunOptions, open_api: OpenApi | None, result: CountsRequests
+) -> Iterator[AccountSessions]:
+    """`AccountSessions` whose requests go to `result.requests`, however the block ends."""
+    with AccountSessions(opts, open_api) as sessions:
+        before = sessions.requests_made
+        try:
+            yield sessions
+        finally:
+            result.requests = sessions.requests_made - before
 
 
 @dataclass

@@ -22,7 +22,13 @@ from pplx_export.archive.paths import INDEX_DIR
 from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, archived_threads
-from pplx_export.commands.upkeep.accounts import AccountSessions, AuthStreak, OpenApi, account_for
+from pplx_export.commands.upkeep.accounts import (
+    AccountSessions,
+    AuthStreak,
+    OpenApi,
+    account_for,
+    counted_sessions,
+)
 from pplx_export.commands.upkeep.tally import BackfillTally
 from pplx_export.context import RunOptions
 from pplx_export.errors import ApiError, AuthError, EntryExpired, Interrupted, SchemaError
@@ -158,17 +164,13 @@ def _fill_online(
 ) -> None:
     streak = AuthStreak()
     with (
-        AccountSessions(opts, open_api) as sessions,
+        counted_sessions(opts, open_api, result) as sessions,
         progress_reporter("search-mode-backfill", quiet=opts.quiet) as bar,
     ):
-        before = sessions.requests_made
         bar.set_total(len(work))
-        try:
-            for index, row in work:
-                _fill_one(opts, sessions, index, row, result, streak)
-                bar.advance(as_str(row.get("title")))
-        finally:
-            result.requests = sessions.requests_made - before
+        for index, row in work:
+            _fill_one(opts, sessions, index, row, result, streak)
+            bar.advance(as_str(row.get("title")))
 
 
 def _fill_one(

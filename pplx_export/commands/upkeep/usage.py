@@ -23,7 +23,13 @@ from pathlib import Path
 from pplx_export.archive.paths import INDEX_DIR
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, archived_threads
-from pplx_export.commands.upkeep.accounts import AccountSessions, AuthStreak, OpenApi, account_for
+from pplx_export.commands.upkeep.accounts import (
+    AccountSessions,
+    AuthStreak,
+    OpenApi,
+    account_for,
+    counted_sessions,
+)
 from pplx_export.commands.upkeep.tally import BackfillTally
 from pplx_export.config import Account
 from pplx_export.context import RunOptions
@@ -138,15 +144,13 @@ def run_usage_backfill(
         if not work:
             result.elapsed = time.monotonic() - started
             return result
-        with AccountSessions(opts, open_api) as sessions:
-            before = sessions.requests_made
+        with counted_sessions(opts, open_api, result) as sessions:
             try:
                 _fetch_all(opts, sessions, files, work, result)
             except KeyboardInterrupt:
                 raise Interrupted("interrupted; progress saved, rerun to continue") from None
             finally:
                 files.save()
-                result.requests = sessions.requests_made - before
                 result.elapsed = time.monotonic() - started
     return result
 
