@@ -31,13 +31,7 @@ from pathlib import Path
 from pplx_export.archive.paths import INDEX_DIR
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, add_remote_deleted, archived_threads
-from pplx_export.commands.upkeep.accounts import (
-    AccountSessions,
-    AuthStreak,
-    OpenApi,
-    account_for,
-    counted_sessions,
-)
+from pplx_export.commands.upkeep.accounts import AccountSessions, AuthStreak, OpenApi, account_for
 from pplx_export.context import RunOptions
 from pplx_export.errors import (
     ApiError,
@@ -197,7 +191,7 @@ def run_sync_deleted(
         )
         if not online or not result.candidates:
             return result
-        with counted_sessions(opts, open_api, result) as sessions:
+        with AccountSessions(opts, open_api, counts=result) as sessions:
             try:
                 _confirm_all(opts, sessions, state, result)
             except KeyboardInterrupt:

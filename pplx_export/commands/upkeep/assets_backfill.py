@@ -46,13 +46,7 @@ from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, archived_threads
 from pplx_export.commands.rerender.thread import rerender_thread
-from pplx_export.commands.upkeep.accounts import (
-    AccountSessions,
-    AuthStreak,
-    OpenApi,
-    account_for,
-    counted_sessions,
-)
+from pplx_export.commands.upkeep.accounts import AccountSessions, AuthStreak, OpenApi, account_for
 from pplx_export.commands.upkeep.tally import BackfillTally
 from pplx_export.config import Account
 from pplx_export.context import RunOptions
@@ -154,7 +148,7 @@ def run_assets_backfill(
         try:
             _offline_phase(opts, threads, limit, result)
             if fetch_blocks or online:
-                with counted_sessions(opts, open_api, result) as sessions:
+                with AccountSessions(opts, open_api, counts=result) as sessions:
                     if fetch_blocks:
                         _blocks_phase(opts, sessions, threads, limit, result)
                     if online:

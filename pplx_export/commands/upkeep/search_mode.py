@@ -22,13 +22,7 @@ from pplx_export.archive.paths import INDEX_DIR
 from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, archived_threads
-from pplx_export.commands.upkeep.accounts import (
-    AccountSessions,
-    AuthStreak,
-    OpenApi,
-    account_for,
-    counted_sessions,
-)
+from pplx_export.commands.upkeep.accounts import AccountSessions, AuthStreak, OpenApi, account_for
 from pplx_export.commands.upkeep.tally import BackfillTally
 from pplx_export.context import RunOptions
 from pplx_export.errors import ApiError, AuthError, EntryExpired, Interrupted, SchemaError
@@ -164,7 +158,7 @@ def _fill_online(
 ) -> None:
     streak = AuthStreak()
     with (
-        counted_sessions(opts, open_api, result) as sessions,
+        AccountSessions(opts, open_api, counts=result) as sessions,
         progress_reporter("search-mode-backfill", quiet=opts.quiet) as bar,
     ):
         bar.set_total(len(work))

@@ -23,13 +23,7 @@ from pathlib import Path
 from pplx_export.archive.paths import INDEX_DIR
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, archived_threads
-from pplx_export.commands.upkeep.accounts import (
-    AccountSessions,
-    AuthStreak,
-    OpenApi,
-    account_for,
-    counted_sessions,
-)
+from pplx_export.commands.upkeep.accounts import AccountSessions, AuthStreak, OpenApi, account_for
 from pplx_export.commands.upkeep.tally import BackfillTally
 from pplx_export.config import Account
 from pplx_export.context import RunOptions
@@ -144,7 +138,7 @@ def run_usage_backfill(
         if not work:
             result.elapsed = time.monotonic() - started
             return result
-        with counted_sessions(opts, open_api, result) as sessions:
+        with AccountSessions(opts, open_api, counts=result) as sessions:
             try:
                 _fetch_all(opts, sessions, files, work, result)
             except KeyboardInterrupt:
