@@ -209,6 +209,32 @@ def test_continue_follows_up_the_last_thread_asked(rig: Rig) -> None:
     assert both.exit_code == 2
 
 
+def test_ask_reads_the_prompt_before_refusing_c_with_follow_up_chat_before_reading(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pplx_export.cli.ask as cli_ask
+
+    read: list[str] = []
+
+    def prompt_of(prompt: str | None) -> str:
+        read.append("prompt")  # where `ask` with no PROMPT on a terminal opens $EDITOR
+        return "x"
+
+    def read_turn() -> str | None:
+        read.append("turn")
+        return None
+
+    monkeypatch.setattr(cli_ask, "_prompt_of", prompt_of)
+    monkeypatch.setattr(cli_ask, "_read_turn", read_turn)
+    uuid = "0b7c6a5e-1d2f-4e3a-9b8c-7d6e5f4a3b2c"
+    asked = rig.run("ask", "-c", "--follow-up", uuid)
+    assert asked.exit_code == 2 and "give one" in asked.stderr
+    assert read == ["prompt"]
+    chatted = rig.run("chat", "-c", "--follow-up", uuid)
+    assert chatted.exit_code == 2 and "give one" in chatted.stderr
+    assert read == ["prompt"] and rig.calls(ASK_ENDPOINT) == 0
+
+
 def test_unknown_model_ids_exit_2_with_the_valid_ones(rig: Rig) -> None:
     result = rig.run("ask", "Which?", "--models", "gpt-9000")
     assert result.exit_code == 2

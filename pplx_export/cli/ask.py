@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -21,6 +23,7 @@ from pplx_export.cli.output import emit_json, print_lines, show_report
 from pplx_export.site.constants import ASK_MODES, ASK_POLL_FOR, ASK_TIMEOUT
 
 if TYPE_CHECKING:
+    from pplx_export.commands.ask.run import AskRequest
     from pplx_export.context import RunOptions
     from pplx_export.site.api import PerplexityAPI
 
@@ -45,8 +48,57 @@ def _print_answer(text: str) -> None:
         sys.stdout.flush()
 
 
+@dataclass(frozen=True)
+class _AskArgs:
+    """The values of the options `ask` and `chat` share, passed to them as `shared`."""
+
+    mode: str | None
+    models: str
+    space: str
+    follow_up: str
+    continue_: bool
+    no_export: bool
+    mark_read: bool
+    timeout: float
+    poll_for: float
+
+    def target(self, opts: RunOptions) -> str:
+        """The thread to follow up (--follow-up, or -c: the last one asked); "" for none."""
+        from pplx_export.commands.ask.run import last_thread
+        from pplx_export.errors import UsageError
+
+        if self.continue_ and self.follow_up.strip():
+            raise UsageError("-c/--continue and --follow-up both name a thread; give one")
+        return (
+            last_thread(opts.out, opts.account.name) if self.continue_ else self.follow_up.strip()
+        )
+
+    def request(self, prompt: str, *, follow_up: str, mode: str | None, space: str) -> AskRequest:
+        """One turn's request: PROMPT with these options."""
+        from pplx_export.commands.ask.run import AskRequest
+
+        return AskRequest(
+            prompt=prompt,
+            mode=mode,
+            models=tuple(m.strip() for m in self.models.split(",") if m.strip()),
+            space=space,
+            follow_up=follow_up,
+            export=not self.no_export,
+            mark_read=self.mark_read,
+            timeout=self.timeout,
+            poll_for=self.poll_for,
+        )
+
+
 def _ask_options(func: F) -> F:
-    """The options `ask` and `chat` share (declared once)."""
+    """The options `ask` and `chat` share (declared once), passed as `shared: _AskArgs`."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        shared = _AskArgs(**{name: kwargs.pop(name) for name in _AskArgs.__dataclass_fields__})
+        return func(*args, shared=shared, **kwargs)
+
+    command: Any = wrapper
     for option in reversed(
         (
             click.option(
@@ -104,27 +156,14 @@ def _ask_options(func: F) -> F:
             ),
         )
     ):
-        func = option(func)
-    return func
-
-
-def _follow_target(opts: RunOptions, follow_up: str, continue_: bool) -> str:
-    from pplx_export.commands.ask.run import last_thread
-    from pplx_export.errors import UsageError
-
-    if continue_ and follow_up.strip():
-        raise UsageError("-c/--continue and --follow-up both name a thread; give one")
-    return last_thread(opts.out, opts.account.name) if continue_ else follow_up.strip()
+        command = option(command)
+    return command  # type: ignore[no-any-return]
 
 
 def _remember(opts: RunOptions) -> Callable[[str], None]:
     from pplx_export.commands.ask.run import remember_thread
 
     return lambda uuid: remember_thread(opts.out, opts.account.name, uuid)
-
-
-def _model_ids(models: str) -> tuple[str, ...]:
-    return tuple(m.strip() for m in models.split(",") if m.strip())
 
 
 def _prompt_of(prompt: str | None) -> str:
@@ -149,20 +188,7 @@ def _prompt_of(prompt: str | None) -> str:
 @_ask_options
 @json_option
 @render_options
-def ask(
-    opts: RunOptions,
-    prompt: str | None,
-    mode: str | None,
-    models: str,
-    space: str,
-    follow_up: str,
-    continue_: bool,
-    no_export: bool,
-    mark_read: bool,
-    timeout: float,
-    poll_for: float,
-    as_json: bool,
-) -> None:
+def ask(opts: RunOptions, prompt: str | None, shared: _AskArgs, as_json: bool) -> None:
     """Ask PROMPT (- reads it from stdin; none: $EDITOR on a terminal, else stdin); watch the
     answer live; archive it when done.
 
@@ -170,18 +196,11 @@ def ask(
     configured BOT space (unless --space), is marked read with --mark-read, and is archived.
     A stream that breaks or stalls once the thread exists turns into polling the thread.
     """
-    from pplx_export.commands.ask.run import AskRequest, run_ask
+    from pplx_export.commands.ask.run import run_ask
 
-    request = AskRequest(
-        prompt=_prompt_of(prompt),
-        mode=mode,
-        models=_model_ids(models),
-        space=space.strip(),
-        follow_up=_follow_target(opts, follow_up, continue_),
-        export=not no_export,
-        mark_read=mark_read,
-        timeout=timeout,
-        poll_for=poll_for,
+    text = _prompt_of(prompt)  # $EDITOR opens before the follow-up options are checked
+    request = shared.request(
+        text, follow_up=shared.target(opts), mode=shared.mode, space=shared.space.strip()
     )
     result = run_ask(opts, request, on_thread=_remember(opts))
     if as_json:
@@ -206,18 +225,7 @@ def _read_turn() -> str | None:
 @main.command(short_help="Ask follow-ups in one thread, turn by turn, until Ctrl-D.")
 @_ask_options
 @render_options
-def chat(
-    opts: RunOptions,
-    mode: str | None,
-    models: str,
-    space: str,
-    follow_up: str,
-    continue_: bool,
-    no_export: bool,
-    mark_read: bool,
-    timeout: float,
-    poll_for: float,
-) -> None:
+def chat(opts: RunOptions, shared: _AskArgs) -> None:
     """An interactive loop in one thread: each line is a question (the first starts the
     thread, or continues --follow-up / -c), each answer is shown and archived as it
     completes. Ctrl-D (end of input) ends the chat; Ctrl-C leaves the thread running.
@@ -225,26 +233,15 @@ def chat(
 
     from pplx_export.site.session import open_session
 
-    thread = _follow_target(opts, follow_up, continue_)
+    thread = shared.target(opts)
     with open_session(opts) as api:  # signed in once for the whole chat
-        _chat_loop(opts, api, thread, mode, models, space, no_export, mark_read, timeout, poll_for)
+        _chat_loop(opts, api, thread, shared)
     if sys.stdin.isatty():
         click.echo("", err=True)
 
 
-def _chat_loop(
-    opts: RunOptions,
-    api: PerplexityAPI,
-    thread: str,
-    mode: str | None,
-    models: str,
-    space: str,
-    no_export: bool,
-    mark_read: bool,
-    timeout: float,
-    poll_for: float,
-) -> None:
-    from pplx_export.commands.ask.run import AskRequest, run_ask
+def _chat_loop(opts: RunOptions, api: PerplexityAPI, thread: str, shared: _AskArgs) -> None:
+    from pplx_export.commands.ask.run import run_ask
 
     remember = _remember(opts)
     turns = 0
@@ -254,16 +251,11 @@ def _chat_loop(
             break
         if not prompt:
             continue
-        request = AskRequest(
-            prompt=prompt,
-            mode=None if turns else mode,  # later turns: the thread's own mode
-            models=_model_ids(models),
-            space=space.strip() if not thread else "",
+        request = shared.request(
+            prompt,
             follow_up=thread,
-            export=not no_export,
-            mark_read=mark_read,
-            timeout=timeout,
-            poll_for=poll_for,
+            mode=None if turns else shared.mode,  # later turns: the thread's own mode
+            space=shared.space.strip() if not thread else "",
         )
         result = run_ask(opts, request, api=api, on_thread=remember)
         if result.answer and result.ok:

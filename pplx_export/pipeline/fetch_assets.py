@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pplx_export.archive.assets import FILES_DIR, load_manifest
 from pplx_export.archive.paths import safe_file_name
@@ -20,8 +21,12 @@ from pplx_export.archive.report_body import looks_binary
 from pplx_export.errors import ApiError, NotFound, PermissionDenied
 from pplx_export.models import Asset, Conversation
 from pplx_export.parse import final_asset_name, resolve_ext
+from pplx_export.pipeline.assemble import Engine, export_conversation
 from pplx_export.site.api import PerplexityAPI
 from pplx_export.util.atomic import fsync_dir
+
+if TYPE_CHECKING:
+    from pplx_export.archive.writer import WriteResult
 
 log = logging.getLogger(__name__)
 
@@ -157,3 +162,27 @@ def _candidate_bytes(api: PerplexityAPI, cand: Asset, thread_dir: Path) -> bytes
         return tmp.read_bytes()
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def fetch_and_export(
+    api: PerplexityAPI,
+    root: Path,
+    conv: Conversation,
+    directory: Path,
+    *,
+    account_folder: str,
+    lang: str,
+    engine: Engine,
+) -> WriteResult:
+    """Download the thread's assets and report body into `directory`, then write it there."""
+    download_assets(api, conv, directory)
+    report_body = fetch_report_body(api, conv, directory)
+    return export_conversation(
+        root,
+        conv,
+        account_folder=account_folder,
+        lang=lang,
+        report_body=report_body,
+        dest=directory,
+        engine=engine,
+    )

@@ -191,15 +191,13 @@ def run_sync_deleted(
         )
         if not online or not result.candidates:
             return result
-        with AccountSessions(opts, open_api) as sessions:
-            before = sessions.requests_made
+        with AccountSessions(opts, open_api, counts=result) as sessions:
             try:
                 _confirm_all(opts, sessions, state, result)
             except KeyboardInterrupt:
                 # Each tombstone was committed when it was made: nothing to save.
                 raise Interrupted("interrupted; progress saved, rerun to continue") from None
             finally:
-                result.requests = sessions.requests_made - before
                 result.elapsed = time.monotonic() - started
     return result
 

@@ -30,8 +30,8 @@ from pplx_export.parse.interruptions import WORKFLOW_NOTE
 from pplx_export.parse.last_updated import same_last_updated
 from pplx_export.parse.losses import LOSS_NOTE
 from pplx_export.pipeline.after_write import after_write
-from pplx_export.pipeline.assemble import Engine, default_engine, export_conversation
-from pplx_export.pipeline.fetch_assets import download_assets, fetch_report_body
+from pplx_export.pipeline.assemble import Engine, default_engine
+from pplx_export.pipeline.fetch_assets import fetch_and_export
 from pplx_export.pipeline.relation_facts import FactsJournal
 from pplx_export.search.index import index_written
 from pplx_export.search.pending import note_pending
@@ -151,15 +151,13 @@ class Exporter:
             plain,
             directory,
         )
-        download_assets(self.api, conv, directory)
-        report_body = fetch_report_body(self.api, conv, directory)
-        result = export_conversation(
+        result = fetch_and_export(
+            self.api,
             self.root,
             conv,
+            directory,
             account_folder=folder,
             lang=self.lang,
-            report_body=report_body,
-            dest=directory,
             engine=self.engine,
         )
         self.variant_hits += len(result.variant_hits)

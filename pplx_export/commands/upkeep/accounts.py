@@ -14,6 +14,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from pplx_export.config import Account
 from pplx_export.context import RunOptions
@@ -40,14 +41,27 @@ def account_for(opts: RunOptions, name: str) -> Account | None:
     return None if opts.config.accounts else opts.account
 
 
+class CountsRequests(Protocol):
+    """A run's result that reports the requests the run made."""
+
+    requests: int
+
+
 @dataclass
 class AccountSessions(Closing):
-    """One signed-in session per account, opened on first use (see module doc)."""
+    """One signed-in session per account, opened on first use (see module doc); `counts`
+    gets the requests made from creation to close, however the block ends."""
 
     opts: RunOptions
     open_api: OpenApi | None = None  # tests substitute a fake; default open_session
+    counts: CountsRequests | None = None
     _apis: dict[str, PerplexityAPI] = field(default_factory=dict, init=False)
     _failed: dict[str, AuthError] = field(default_factory=dict, init=False)
+    _before: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        if self.counts is not None:
+            self._before = self.requests_made
 
     def api(self, account: Account) -> PerplexityAPI:
         """The account's session; an account that could not sign in raises the same
@@ -71,6 +85,8 @@ class AccountSessions(Closing):
         return runtime_for(self.opts).stats.total
 
     def close(self) -> None:
+        if self.counts is not None:
+            self.counts.requests = self.requests_made - self._before
         for api in self._apis.values():
             api.close()
         self._apis.clear()

@@ -64,8 +64,8 @@ from pplx_export.models import JSON, Asset
 from pplx_export.parse import final_asset_name, resolve_ext, row_from_thread_json
 from pplx_export.parse.assets import collect_assets, dest_name
 from pplx_export.parse.mode_tables import BLOCK_MODES
-from pplx_export.pipeline.assemble import default_engine, export_conversation
-from pplx_export.pipeline.fetch_assets import download_assets, fetch_report_body
+from pplx_export.pipeline.assemble import default_engine
+from pplx_export.pipeline.fetch_assets import fetch_and_export
 from pplx_export.progress import progress_reporter
 from pplx_export.site.api import PerplexityAPI
 from pplx_export.store.batch_state import ERROR_MAX
@@ -148,15 +148,11 @@ def run_assets_backfill(
         try:
             _offline_phase(opts, threads, limit, result)
             if fetch_blocks or online:
-                with AccountSessions(opts, open_api) as sessions:
-                    before = sessions.requests_made
-                    try:
-                        if fetch_blocks:
-                            _blocks_phase(opts, sessions, threads, limit, result)
-                        if online:
-                            _online_phase(opts, sessions, threads, limit, result)
-                    finally:
-                        result.requests = sessions.requests_made - before
+                with AccountSessions(opts, open_api, counts=result) as sessions:
+                    if fetch_blocks:
+                        _blocks_phase(opts, sessions, threads, limit, result)
+                    if online:
+                        _online_phase(opts, sessions, threads, limit, result)
         except KeyboardInterrupt:
             raise Interrupted("interrupted; progress saved, rerun to continue") from None
         finally:
@@ -280,15 +276,13 @@ def _complete_blocks(opts: RunOptions, api: PerplexityAPI, thread: ArchivedThrea
         exported_at=thread.get("exported_at"),
     )
     sweep_temp_files(directory)
-    download_assets(api, conv, directory)
-    report_body = fetch_report_body(api, conv, directory)
-    export_conversation(
+    fetch_and_export(
+        api,
         opts.out,
         conv,
+        directory,
         account_folder=thread.account_folder,
         lang=opts.lang,
-        report_body=report_body,
-        dest=directory,
         engine=engine,
     )
 

@@ -158,17 +158,13 @@ def _fill_online(
 ) -> None:
     streak = AuthStreak()
     with (
-        AccountSessions(opts, open_api) as sessions,
+        AccountSessions(opts, open_api, counts=result) as sessions,
         progress_reporter("search-mode-backfill", quiet=opts.quiet) as bar,
     ):
-        before = sessions.requests_made
         bar.set_total(len(work))
-        try:
-            for index, row in work:
-                _fill_one(opts, sessions, index, row, result, streak)
-                bar.advance(as_str(row.get("title")))
-        finally:
-            result.requests = sessions.requests_made - before
+        for index, row in work:
+            _fill_one(opts, sessions, index, row, result, streak)
+            bar.advance(as_str(row.get("title")))
 
 
 def _fill_one(

@@ -138,15 +138,13 @@ def run_usage_backfill(
         if not work:
             result.elapsed = time.monotonic() - started
             return result
-        with AccountSessions(opts, open_api) as sessions:
-            before = sessions.requests_made
+        with AccountSessions(opts, open_api, counts=result) as sessions:
             try:
                 _fetch_all(opts, sessions, files, work, result)
             except KeyboardInterrupt:
                 raise Interrupted("interrupted; progress saved, rerun to continue") from None
             finally:
                 files.save()
-                result.requests = sessions.requests_made - before
                 result.elapsed = time.monotonic() - started
     return result
 
