@@ -94,7 +94,9 @@ def test_interrupt_in_a_worker_stops_the_run_cleanly(tmp_path: Path) -> None:
     assert (s.total, s.failed) == (4, 0)
 
 
-def test_cli_jobs_defaults_to_one_per_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_cli_jobs_defaults_to_one_per_idle_cpu(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     seen: list[int] = []
     real = rerender_mod.rerender
 
@@ -111,7 +113,7 @@ def test_cli_jobs_defaults_to_one_per_cpu(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert runner.invoke(main, ["re-render", "--out", str(root), "--jobs", "2"]).exit_code == 0
     assert seen == [0, 2]
     help_text = runner.invoke(main, ["re-render", "--help"]).output
-    assert "one per CPU" in help_text
+    assert "one per idle CPU" in help_text
 
 
 def test_thread_json_follows_a_new_key_order_in_the_raw_file(tmp_path: Path) -> None:
