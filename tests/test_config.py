@@ -11,6 +11,7 @@ from pplx_export.cli.export import main
 from pplx_export.config import default_config_path, load_config
 from pplx_export.errors import ConfigError
 from pplx_export.logs import setup_logging
+from tests.fsync_support import record_fsyncs
 
 SAMPLE = """\
 # my archive settings
@@ -94,12 +95,17 @@ def test_accounts_root_and_network(tmp_path: Path) -> None:
         cfg.account("carol")
 
 
-def test_save_keeps_comments_and_is_owner_only(tmp_path: Path) -> None:
+def test_save_keeps_comments_and_is_owner_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "c.toml"
     path.write_text(SAMPLE)
     cfg = load_config(path)
     cfg.section("index_state", "alice")["incremental_runs_since_full"] = 3
+    calls = record_fsyncs(monkeypatch)
     cfg.save()
+    # The user's only copy of their settings: durable (a power cut keeps a whole file).
+    assert calls.durable(str(path.resolve())) is not None
     text = path.read_text()
     assert "# my archive settings" in text and "# the usual one" in text
     assert "[index_state.alice]" in text

@@ -27,6 +27,7 @@ from pplx_export.site.cookies import (
     read_cache,
     write_cache,
 )
+from tests.fsync_support import record_fsyncs
 
 SECRET = "s3cr3t-session-value"
 
@@ -155,10 +156,14 @@ def test_browser_loader_and_error_messages() -> None:
         load_browser("netscape-navigator", loader)
 
 
-def test_cache_written_0600_atomically_and_read_back(tmp_path: Path) -> None:
+def test_cache_written_0600_atomically_and_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cs = CookieSet({SESSION_COOKIE: SECRET}, "browser:chrome")
+    calls = record_fsyncs(monkeypatch)
     path = write_cache(tmp_path, cs, "a@example.com", now=1000.0)
     assert path == cache_path(tmp_path)
+    assert calls.durable(str(path.resolve())) is not None  # a power cut keeps a whole file
     assert ".cache" in path.parts and "index" not in path.parts  # outside the archive
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left
@@ -244,13 +249,18 @@ def test_a_keyring_without_dbus_is_explained_not_shown_as_a_key_error() -> None:
     assert str(info.value).startswith("chrome: keyring unreachable (no desktop D-Bus session)")
 
 
-def test_a_cache_inside_the_archive_is_moved_out_on_first_use(tmp_path: Path) -> None:
+def test_a_cache_inside_the_archive_is_moved_out_on_first_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     archive = tmp_path / "archive"
     old = archive / "index" / ".cookies.json"
     old.parent.mkdir(parents=True)
     doc = {"fetched_at": 1000.0, "source": "browser:chrome", "cookies": {SESSION_COOKIE: SECRET}}
     old.write_text(json.dumps(doc))
+    calls = record_fsyncs(monkeypatch)
     back = read_cache(archive, now=1060.0)
+    # The copy is on disk before the original goes (a power cut keeps one of the two).
+    assert calls.durable(str(cache_path(archive).resolve())) is not None
     assert back is not None and back.cookies == {SESSION_COOKIE: SECRET}
     assert not old.exists()
     assert stat.S_IMODE(cache_path(archive).stat().st_mode) == 0o600
