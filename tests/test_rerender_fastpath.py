@@ -127,3 +127,68 @@ def test_token_written_into_a_recorded_raw_file_is_still_redacted(archive: Path)
     rel = d.relative_to(archive).as_posix()
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert state[rel]["files"]["raw_entries.json"][2] == digest
+
+
+def test_a_first_render_hashes_each_raw_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A raw file holding a write token is rewritten redacted: only its new bytes are hashed
+    (the digest recorded), never the bytes it had; a raw file without one, once."""
+    root = tmp_path / "archive"
+    shutil.copytree(FIXTURES, root)
+    # The fixture's deep-research thread: a raw_entries.json with live write tokens (as the
+    # earlier tool left them) and a raw_blocks.json without one.
+    (d,) = root.glob("maya/deep-research/2031-05-10_*")
+    path = d / "raw_entries.json"
+    old = path.read_bytes()
+    assert b'"read_write_token":"0000' in old
+    hashed: list[bytes] = []
+    real = hashlib.sha256
+
+    def sha256(data: bytes = b"", **kw: bool) -> hashlib._Hash:
+        hashed.append(bytes(data))
+        return real(data, **kw)
+
+    monkeypatch.setattr(hashlib, "sha256", sha256)
+    s = rerender(root, jobs=1)
+    assert s.failed == 0 and s.redacted_tokens >= 1
+    new = path.read_bytes()
+    assert old not in hashed and hashed.count(new) == 1
+    blocks = (d / "raw_blocks.json").read_bytes()
+    assert hashed.count(blocks) == 1
+    digest = real(new).hexdigest()
+    assert (
+        load_state(root)[d.relative_to(root).as_posix()]["files"]["raw_entries.json"][2] == digest
+    )
+
+
+def test_a_first_render_syncs_each_thread_directory_once_after_one_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An earlier tool's archive (write tokens in raw files): per thread at most one run of
+    data syncs (the redacted raw files) and then one directory sync (issue 35)."""
+    from tests.fsync_support import record_fsyncs
+
+    root = (tmp_path / "archive").resolve()
+    shutil.copytree(FIXTURES, root)
+    calls = record_fsyncs(monkeypatch)
+    assert rerender(root, jobs=1).failed == 0
+    dirs = {str(p.parent) for p in root.glob("*/*/*/raw_entries.json")}
+    per_dir: dict[str, list[tuple[int, str]]] = {}
+    for i, (kind, path, _) in enumerate(calls.events):
+        if kind != "fsync":
+            continue
+        owner = path if path in dirs else os.path.dirname(path)
+        if owner in dirs:
+            per_dir.setdefault(owner, []).append((i, "dir" if path == owner else "file"))
+    assert per_dir  # the fixture threads hold write tokens: their raw files are rewritten
+    for owner, syncs in per_dir.items():
+        kinds = [k for _, k in syncs]
+        assert kinds.count("dir") <= 1 and kinds[-1] == "dir", (owner, kinds)
+        first, last = syncs[0][0], syncs[-1][0]
+        # One batch: no other thread's sync between this thread's first and last.
+        assert all(
+            calls.events[j][1] in (owner,) or os.path.dirname(calls.events[j][1]) == owner
+            for j in range(first, last + 1)
+            if calls.events[j][0] == "fsync"
+        ), owner

@@ -110,9 +110,12 @@ def _rerender_thread(
         rec = recorded_file(recorded, name)
         if rec is not None and rec[:2] == stats[name]:
             known[name] = rec[2]
+        elif has_live_token(data):
+            # Rewritten redacted: the writer's digest of the new bytes is the one recorded,
+            # so these bytes are not hashed (each raw file is hashed once).
+            redact = True
         else:
             known[name] = hashlib.sha256(data).hexdigest()
-            redact = redact or has_live_token(data)
     # Kept only to redact in place (see FastPath.raw_bytes); otherwise freed before the parse.
     raw_bytes = (
         {name: thread.data[name] for name in (RAW_ENTRIES, RAW_BLOCKS) if name in thread.data}
