@@ -422,3 +422,27 @@ def test_endpoint_key_collapses_handles_but_not_names() -> None:
     assert endpoint_key("GET", "/rest/collections/list_collection_threads") == (
         "GET /rest/collections/list_collection_threads"
     )
+
+
+def test_tls_is_set_up_on_the_first_https_request_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain-http base URL (the emulator) never builds a TLS context; https is verified."""
+    from pplx_export.site.client import LazyTLSTransport
+
+    made: list[dict[str, object]] = []
+
+    class Fake(httpx.BaseTransport):
+        def __init__(self, **kw: object) -> None:
+            made.append(kw)
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            return httpx.Response(200, request=request)
+
+    monkeypatch.setattr(httpx, "HTTPTransport", Fake)
+    lazy = LazyTLSTransport()
+    for _ in range(2):
+        lazy.handle_request(httpx.Request("GET", "http://127.0.0.1:1/api"))
+    assert made == [{"verify": False}]
+    lazy.handle_request(httpx.Request("GET", "https://www.perplexity.ai/api"))
+    lazy.handle_request(httpx.Request("GET", "https://cdn.example/x"))
+    assert made == [{"verify": False}, {}]  # the default: certificates checked
+    lazy.close()

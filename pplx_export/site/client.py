@@ -113,6 +113,31 @@ class ClientSettings:
         )
 
 
+class LazyTLSTransport(httpx.BaseTransport):
+    """httpx's own transport, with the TLS context built on the first https request: a run
+    against a plain-http base URL (the emulator, a local proxy) never loads the CA bundle
+    (~70 ms of every online command's start). Plain http goes through a transport without
+    certificate checks, which it has nothing to check with; https is verified as ever."""
+
+    def __init__(self) -> None:
+        self._plain: httpx.HTTPTransport | None = None
+        self._tls: httpx.HTTPTransport | None = None
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.scheme == "http":
+            if self._plain is None:
+                self._plain = httpx.HTTPTransport(verify=False)
+            return self._plain.handle_request(request)
+        if self._tls is None:
+            self._tls = httpx.HTTPTransport()
+        return self._tls.handle_request(request)
+
+    def close(self) -> None:
+        for transport in (self._plain, self._tls):
+            if transport is not None:
+                transport.close()
+
+
 class ApiClient(Closing):
     """One client per account. `cookies` is a live dict: account switching edits it in place."""
 
@@ -130,7 +155,7 @@ class ApiClient(Closing):
         self.cookies: dict[str, str] = cookies if cookies is not None else {}
         self._owns_http = http is None
         self._http = http or httpx.Client(
-            transport=transport,
+            transport=transport or LazyTLSTransport(),
             timeout=httpx.Timeout(settings.timeout, connect=CONNECT_TIMEOUT_S),
             follow_redirects=False,
         )
