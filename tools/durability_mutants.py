@@ -7,9 +7,10 @@ The page cache survives a killed process, so no crash test sees a missing fsync;
 that guard them record `os.fsync`/`os.replace` (tests/fsync_support.py). This tool proves
 they do: for each mutant below it copies the checkout (git ls-files) into a scratch
 directory, applies the one change, and runs the tests that name the mutated module plus the
-durability tests (`-x`, no crash tests: those take minutes and cannot see an fsync anyway).
-A mutant whose tests all pass SURVIVED: the fsync it drops is unguarded. Exit 1 when any
-survives, 2 when a mutant's text is no longer found (the code moved: update the list).
+durability tests (every test module that records fsyncs), with `-x` and without the crash
+tests (minutes each, and blind to an fsync). A mutant whose tests all pass SURVIVED: the
+fsync it drops is unguarded. Exit 1 when any survives, 2 when a mutant's text is no longer
+found (the code moved: update the list).
 
 Run by hand (a few minutes: one pytest run per mutant); no test runs it.
 """
@@ -24,7 +25,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ALWAYS = ["tests/test_durability.py", "tests/test_durability_mutants.py"]
+# The durability tests: every test module that records fsyncs (tests/fsync_support.py, or
+# test_durability.py's own journal) and so can see one go missing.
+DURABILITY_MARKS = r"\.durable\(|record_fsyncs|fsynced\("
 
 # (file, text, replacement, which occurrence of `text` in the file, 1-based)
 MUTANTS: list[tuple[str, str, str, int]] = [
@@ -87,8 +90,11 @@ def _tests_for(work: Path, module_file: str) -> list[str]:
         capture_output=True,
         text=True,
     ).stdout.split()
-    named = sorted(f for f in found if Path(f).name.startswith("test_") and "crash" not in f)
-    return ALWAYS + [f for f in named if f not in ALWAYS]
+    guards = subprocess.run(
+        ["grep", "-rlE", DURABILITY_MARKS, "tests"], cwd=work, capture_output=True, text=True
+    ).stdout.split()
+    tests = {f for f in found + guards if Path(f).name.startswith("test_") and "crash" not in f}
+    return sorted(tests)
 
 
 def _copy_checkout(dest: Path) -> None:
