@@ -313,3 +313,26 @@ def test_a_follow_up_keeps_the_thread_uuid_when_events_do_not_name_it() -> None:
     fresh = AskState()
     fresh.update({"backend_uuid": "new-thread", "status": "PENDING"})
     assert fresh.thread_uuid == "new-thread"  # a new thread's first turn id is the thread's
+
+
+def test_a_ctrl_c_inside_the_queue_wait_is_a_ctrl_c() -> None:
+    """CPython can turn a Ctrl-C inside `queue.get(timeout=)` into "RuntimeError: release
+    unlocked lock" (the KeyboardInterrupt its context): the feed raises the Ctrl-C, so the
+    watch stops with exit 130 instead of an internal error."""
+    feed = ThreadFeed(iter([]))
+
+    def get(timeout: float) -> Item:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise RuntimeError("release unlocked lock") from None
+
+    def broken(timeout: float) -> Item:
+        raise RuntimeError("something else")
+
+    feed._queue.get = get  # type: ignore[method-assign, assignment]
+    with pytest.raises(KeyboardInterrupt):
+        feed.next(1.0)
+    feed._queue.get = broken  # type: ignore[method-assign, assignment]
+    with pytest.raises(RuntimeError, match="something else"):
+        feed.next(1.0)

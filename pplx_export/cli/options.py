@@ -492,6 +492,11 @@ class PplxGroup(click.Group):
             raise
         except Exception as exc:
             _log().debug("traceback", exc_info=True)
+            if isinstance(exc.__context__, KeyboardInterrupt):
+                # A Ctrl-C that broke a lock's release on its way out (CPython turns it into
+                # "RuntimeError: release unlocked lock"): still the user's Ctrl-C.
+                click.echo("interrupted", err=True)
+                ctx.exit(130)
             if _sqlite_full(exc):
                 # SQLite says "database or disk is full": the disk-full line, as for a file.
                 from pplx_export.errors import DiskFull

@@ -68,6 +68,13 @@ class ThreadFeed:
             return self._queue.get(timeout=max(0.0, timeout))
         except queue.Empty:
             return ("idle", None)
+        except RuntimeError as exc:
+            # A Ctrl-C that lands while Condition.wait re-takes its lock leaves the lock
+            # free, and the queue's `with` then fails to release it: CPython raises this
+            # RuntimeError with the KeyboardInterrupt as its context. It is the Ctrl-C.
+            if isinstance(exc.__context__, KeyboardInterrupt):
+                raise exc.__context__ from None
+            raise
 
 
 @dataclass
