@@ -64,3 +64,22 @@ def test_the_cli_choice_lists_match_their_sources() -> None:
 
     assert export.MODES == find.MODES == MODES
     assert find.IN_CHOICES == IN_CHOICES
+
+
+def test_an_error_raised_in_a_ctrl_cs_wake_is_the_ctrl_c(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CPython may turn a Ctrl-C into "RuntimeError: release unlocked lock" (a lock's
+    release on the way out): the user pressed Ctrl-C, so: interrupted, exit 130."""
+    from pplx_export.commands.rerender import run as rerender_run
+
+    def broken(*args: object, **kwargs: object) -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise RuntimeError("release unlocked lock") from None
+
+    monkeypatch.setattr(rerender_run, "rerender", broken)
+    result = CliRunner().invoke(main, ["re-render", "--out", str(tmp_path)])
+    assert result.exit_code == 130
+    assert "interrupted" in result.stderr and "internal error" not in result.stderr
