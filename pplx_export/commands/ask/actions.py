@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from pplx_export.commands.export.thread import parse_thread_ref
+from pplx_export.commands.export.plan import parse_thread_ref
 from pplx_export.context import RunOptions
 from pplx_export.errors import SchemaError, UsageError
 from pplx_export.site.api import PerplexityAPI

@@ -39,7 +39,8 @@ from typing import Any, TypeVar
 from pplx_export.commands.ask.catalog import Catalog, read_cache, staleness_warning, summarize
 from pplx_export.commands.ask.stream import ThreadFeed, WatchResult, watch
 from pplx_export.commands.ask.view import AskView, duration, make_view
-from pplx_export.commands.export.thread import Exporter, parse_thread_ref
+from pplx_export.commands.export.plan import parse_thread_ref
+from pplx_export.commands.export.thread import Exporter
 from pplx_export.context import RunOptions
 from pplx_export.errors import (
     ApiError,

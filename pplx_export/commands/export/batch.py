@@ -30,10 +30,13 @@ from pplx_export.commands.export.listing import (
     read_index_state,
     update_library_index,
 )
-from pplx_export.commands.export.plan import Plan, PlanItem, make_plan, parse_since, parse_until
-from pplx_export.commands.export.thread import (
-    Exporter,
+from pplx_export.commands.export.plan import (
+    Plan,
+    PlanItem,
+    make_plan,
+    parse_since,
     parse_thread_ref,
+    parse_until,
     unchanged_since_export,
 )
 from pplx_export.commands.spaces.space_index import space_rows
@@ -64,6 +67,7 @@ from pplx_export.store.raw_check import find_damaged
 from pplx_export.util.jsonobj import attrs_json, pairs_json
 
 if TYPE_CHECKING:
+    from pplx_export.commands.export.thread import Exporter
     from pplx_export.pipeline.autocommit import CommitResult
 
 log = logging.getLogger(__name__)
@@ -156,6 +160,10 @@ def _sweep_index(opts: RunOptions) -> None:
 
 
 def _exporter(opts: RunOptions, api: PerplexityAPI, state: BatchState) -> Exporter:
+    # Imported here: the exporter (parse, render, writer, search) is most of what a batch
+    # imports, and a no-op `sync` (nothing to fetch) never builds one.
+    from pplx_export.commands.export.thread import Exporter
+
     _sweep_index(opts)
     return Exporter.for_run(opts, api, state)
 

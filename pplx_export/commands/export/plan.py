@@ -18,13 +18,18 @@ import logging
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pplx_export.archive.paths import thread_dir_name
+from pplx_export.errors import UsageError
 from pplx_export.parse.last_updated import normalize_last_updated, same_last_updated
 from pplx_export.parse.mode import row_archive_mode, row_matches_mode
+from pplx_export.util import threadref
 from pplx_export.util.lenient import as_dict, as_str
 from pplx_export.util.timefmt import canonical_time, parse_time
+
+if TYPE_CHECKING:
+    from pplx_export.store.batch_state import BatchState
 
 log = logging.getLogger(__name__)
 
@@ -246,3 +251,27 @@ def plan_to_json(plan: Plan, *, list_items: bool = True) -> dict[str, Any]:
     if plan.skipped:
         doc["skipped_no_uuid"] = list(plan.skipped)
     return doc
+
+
+def parse_thread_ref(ref: str) -> tuple[str, str]:
+    """(web_uuid, url) from a thread reference: a UUID, or a thread URL of either slug form
+    (`/search/<uuid>`, `/search/<title>-<22 chars>`, `/computer/tasks/<uuid>`, `/thread/<…>`).
+
+    UUIDs are accepted in any case and stored lower-cased; a title slug names its UUID
+    with no request (protocol §9.4). The URL (without query string or fragment) is kept only
+    when the user gave a `/search/` or `/computer/tasks/` one: it decides the
+    computer-vs-search URL form (protocol §4.3).
+    """
+    parsed = threadref.parse_thread_ref(ref)
+    if parsed is None:
+        raise UsageError(f"not a thread URL or UUID: {ref!r}; give {threadref.ACCEPTED_FORMS}")
+    url = parsed.url if parsed.kind in ("search", "computer/tasks") else ""
+    return parsed.uuid, url
+
+
+def unchanged_since_export(state: BatchState, web_uuid: str, row: dict[str, Any] | None) -> bool:
+    """True when the state says ok with the same (normalised) lastUpdated as `row`."""
+    record = state.get(web_uuid)
+    if not record or record.get("status") != "ok" or not row:
+        return False
+    return same_last_updated(record.get("lastUpdated"), row.get("lastUpdated"))

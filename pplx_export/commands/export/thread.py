@@ -23,11 +23,10 @@ from pplx_export.archive.writer import prepare_thread_dir
 from pplx_export.commands.export.official_merge import with_imported_turns
 from pplx_export.config import Account
 from pplx_export.context import RunOptions
-from pplx_export.errors import SchemaError, UsageError
+from pplx_export.errors import SchemaError
 from pplx_export.models import JSON, Conversation
 from pplx_export.parse import needs_blocks
 from pplx_export.parse.interruptions import WORKFLOW_NOTE
-from pplx_export.parse.last_updated import same_last_updated
 from pplx_export.parse.losses import LOSS_NOTE
 from pplx_export.pipeline.after_write import after_write
 from pplx_export.pipeline.assemble import Engine, default_engine
@@ -39,26 +38,9 @@ from pplx_export.site.api import PerplexityAPI
 from pplx_export.site.thread import IncompleteThread
 from pplx_export.store.batch_state import BatchState
 from pplx_export.store.render_state import RenderState
-from pplx_export.util import threadref
 from pplx_export.util.timefmt import format_utc
 
 log = logging.getLogger(__name__)
-
-
-def parse_thread_ref(ref: str) -> tuple[str, str]:
-    """(web_uuid, url) from a thread reference: a UUID, or a thread URL of either slug form
-    (`/search/<uuid>`, `/search/<title>-<22 chars>`, `/computer/tasks/<uuid>`, `/thread/<…>`).
-
-    UUIDs are accepted in any case and stored lower-cased; a title slug names its UUID
-    with no request (protocol §9.4). The URL (without query string or fragment) is kept only
-    when the user gave a `/search/` or `/computer/tasks/` one: it decides the
-    computer-vs-search URL form (protocol §4.3).
-    """
-    parsed = threadref.parse_thread_ref(ref)
-    if parsed is None:
-        raise UsageError(f"not a thread URL or UUID: {ref!r}; give {threadref.ACCEPTED_FORMS}")
-    url = parsed.url if parsed.kind in ("search", "computer/tasks") else ""
-    return parsed.uuid, url
 
 
 @dataclass
@@ -256,11 +238,3 @@ def _require_entries(doc: dict[str, Any], web_uuid: str, flavor: str) -> dict[st
             f"{flavor} thread answer has no entries", thread=web_uuid, path="$.entries"
         )
     return doc
-
-
-def unchanged_since_export(state: BatchState, web_uuid: str, row: dict[str, Any] | None) -> bool:
-    """True when the state says ok with the same (normalised) lastUpdated as `row`."""
-    record = state.get(web_uuid)
-    if not record or record.get("status") != "ok" or not row:
-        return False
-    return same_last_updated(record.get("lastUpdated"), row.get("lastUpdated"))

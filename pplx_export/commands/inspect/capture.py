@@ -38,7 +38,8 @@ import httpx
 
 from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES
 from pplx_export.archive.thread_json import THREAD_JSON
-from pplx_export.commands.export.thread import Exporter, parse_thread_ref
+from pplx_export.commands.export.plan import parse_thread_ref
+from pplx_export.commands.export.thread import Exporter
 from pplx_export.config import Account
 from pplx_export.context import RunOptions
 from pplx_export.errors import ApiError, PplxError, SchemaError, UsageError
