@@ -81,7 +81,8 @@ def test_snippets_are_asked_with_the_positive_terms_only(fixture_index: Path) ->
     result, seen = statements(fixture_index, "the NOT basil")
     assert result.hits and all("\x02" in h.snippet for h in result.hits)
     snippets = [s for s in seen if "snippet(" in s]
-    assert len(snippets) == len(result.hits)  # one statement per hit, every column at once
+    # A statement a column, best weighted first, stopping at the first one that matched.
+    assert len(result.hits) <= len(snippets) <= 5 * len(result.hits)
     assert not any("NOT" in s for s in snippets)
 
 
@@ -117,8 +118,47 @@ def test_a_common_term_ranks_a_bounded_set_and_says_so(
     assert "common term: ranked the 3 newest rows of turns" in bounded.note
     assert bounded.hits and {h.uuid for h in bounded.hits} <= {h.uuid for h in full.hits}
     assert bounded.to_json(fixture_index)["bounded"] == bounded.bounded
-    # The bound is in the statement: FTS5 stops after CANDIDATES+1 rows, newest first.
-    assert all("ORDER BY f.rowid DESC LIMIT 4" in s for s in seen if "bm25(" in s)
+    # The bound is in every statement over turns: FTS5 stops after CANDIDATES+1 rows,
+    # newest first, or walks a span of rowids; bm25() (which would count every row that
+    # holds the term) ranks only a table under the bound.
+    over_turns = [s for s in seen if "turns_fts MATCH" in s and "snippet(" not in s]
+    assert over_turns and all(
+        "ORDER BY f.rowid DESC LIMIT 4" in s or "rowid BETWEEN" in s for s in over_turns
+    )
+    assert not any("bm25(turns_fts" in s for s in seen)
+    assert any("bm25(threads_fts" in s for s in seen)
+
+
+def test_a_common_term_ranks_where_it_matched_first(
+    fixture_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Over the bound, a row holding the term in its query (weight 10) ranks above one
+    # holding it only in its work log (weight 1), as bm25's column weights would have it.
+    monkeypatch.setattr(query, "CANDIDATES", 3)
+    conn = schema.connect_ro(schema.db_path(fixture_index))
+    try:
+        rowids = [r for (r,) in conn.execute("SELECT id FROM turns ORDER BY id DESC LIMIT 4")]
+        weights = query._column_weights(conn, "turns", schema.FTS_TABLES["turns"], "the", rowids)
+        in_query = {
+            r for (r,) in conn.execute("SELECT id FROM turns WHERE query LIKE '%the %'")
+        } & set(rowids)
+        best, over = query._approximate(
+            conn,
+            "turns",
+            schema.FTS_TABLES["turns"],
+            "the",
+            20,
+            [
+                (t, r)
+                for r, t in conn.execute("SELECT id, thread_id FROM turns ORDER BY id DESC LIMIT 4")
+            ],
+            min(rowids),
+        )
+    finally:
+        conn.close()
+    assert over is True
+    assert in_query and all(weights[r] >= 10 for r in in_query)
+    assert [s for s, *_ in best] == sorted(s for s, *_ in best)
 
 
 def test_a_search_loads_no_index_builder(fixture_index: Path) -> None:
