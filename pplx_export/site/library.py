@@ -60,7 +60,11 @@ def listing_order(setting: str, remembered: str = "") -> tuple[str, ...]:
     return (first, *(name for name in LISTINGS if name != first))
 
 
-def _space(uuid: Any, title: Any, slug: Any) -> dict[str, str] | None:
+def _space(value: Any, uuid_key: str) -> dict[str, str] | None:
+    """A listing's space object (its uuid under `uuid_key`) -> the index row's `space`."""
+    if not isinstance(value, dict):
+        return None
+    uuid, title, slug = value.get(uuid_key), value.get("title"), value.get("slug")
     if not (uuid or title or slug):
         return None
     return {"uuid": as_str(uuid), "title": as_str(title), "slug": as_str(slug)}
@@ -68,7 +72,6 @@ def _space(uuid: Any, title: Any, slug: Any) -> dict[str, str] | None:
 
 def node_to_row(node: dict[str, Any]) -> Row:
     """GraphQL thread node -> index row (keys in the archive's order)."""
-    space = node.get("space")
     model = node.get("displayModel")
     return {
         "title": node.get("name"),
@@ -78,11 +81,7 @@ def node_to_row(node: dict[str, Any]) -> Row:
         "displayModel": model.get("modelID") if isinstance(model, dict) else None,
         "lastUpdated": canonical_time(node.get("updatedAt")),
         "status": node.get("status"),
-        "space": (
-            _space(space.get("spaceUuid"), space.get("title"), space.get("slug"))
-            if isinstance(space, dict)
-            else None
-        ),
+        "space": _space(node.get("space"), "spaceUuid"),
     }
 
 
@@ -93,7 +92,6 @@ def rest_item_to_row(item: dict[str, Any]) -> Row:
     reads it with `display_model`. `last_query_datetime` is naive UTC: brought to the
     canonical clock like GraphQL's `updatedAt`.
     """
-    coll = item.get("collection")
     row: Row = {
         "title": item.get("title") or item.get("query_str"),
         "entryUUID": item.get("uuid"),
@@ -102,11 +100,7 @@ def rest_item_to_row(item: dict[str, Any]) -> Row:
         "displayModel": item.get("display_model"),
         "lastUpdated": canonical_time(item.get("last_query_datetime")),
         "status": item.get("status"),
-        "space": (
-            _space(coll.get("uuid"), coll.get("title"), coll.get("slug"))
-            if isinstance(coll, dict)
-            else None
-        ),
+        "space": _space(item.get("collection"), "uuid"),
     }
     for key in REST_EXTRAS:
         if item.get(key) not in (None, "", []):

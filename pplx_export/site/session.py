@@ -109,13 +109,12 @@ def _api_for(
     cs: CookieSet,
     runtime: NetRuntime,
     transport: httpx.BaseTransport | None,
-    http: httpx.Client | None,
 ) -> PerplexityAPI:
     headers = user_agent_headers(cs.origin or cs.source, opts.config.user_agent)
     settings = ClientSettings.from_network(
         opts.config.network, base_url=opts.base_url, headers=headers
     )
-    client = ApiClient(settings, runtime, cookies=cs.cookies, http=http, transport=transport)
+    client = ApiClient(settings, runtime, cookies=cs.cookies, transport=transport)
     if runtime.recorder is not None:
         runtime.recorder.hold(cs.cookies)  # what the recording must never contain
     return PerplexityAPI(client, cookies=cs)
@@ -146,17 +145,15 @@ def open_session(
     opts: RunOptions,
     *,
     transport: httpx.BaseTransport | None = None,
-    http: httpx.Client | None = None,
     clock: Clock | None = None,
-    runtime: NetRuntime | None = None,
     browser_loader: BrowserLoader | None = None,
 ) -> PerplexityAPI:
     """Resolve cookies, build the client, verify (and switch) the account; see module doc."""
-    runtime = runtime or runtime_for(opts, clock=clock)
+    runtime = runtime_for(opts, clock=clock)
     now = runtime.clock.time()
     failures: list[str] = []
     for source, cs in _loaded_sources(opts, now, browser_loader, failures):
-        api = _api_for(opts, cs, runtime, transport, http)
+        api = _api_for(opts, cs, runtime, transport)
         try:
             api.email = verify_account(api, cs, opts.account.email, opts.account.user_id)
         except AuthError as exc:
@@ -198,9 +195,7 @@ def discover_accounts(
     opts: RunOptions,
     *,
     transport: httpx.BaseTransport | None = None,
-    http: httpx.Client | None = None,
     clock: Clock | None = None,
-    runtime: NetRuntime | None = None,
     browser_loader: BrowserLoader | None = None,
 ) -> tuple[list[SignedInAccount], str]:
     """Every signed-in account of the first cookie source that has any, and that source.
@@ -208,10 +203,10 @@ def discover_accounts(
     Probes the active token and each per-account token once; the jar's active token is
     restored afterwards. No ownership check (this is how `init` learns the emails).
     """
-    runtime = runtime or runtime_for(opts, clock=clock)
+    runtime = runtime_for(opts, clock=clock)
     failures: list[str] = []
     for source, cs in _loaded_sources(opts, runtime.clock.time(), browser_loader, failures):
-        with _api_for(opts, cs, runtime, transport, http) as api:
+        with _api_for(opts, cs, runtime, transport) as api:
             found = _probe_all(api, cs)
         if found:
             return found, cs.describe()

@@ -67,6 +67,7 @@ from pplx_export.store.raw_check import find_damaged
 from pplx_export.util.jsonobj import attrs_json, pairs_json
 
 if TYPE_CHECKING:
+    from pplx_export.commands.export.deleted import DeletedResult
     from pplx_export.commands.export.thread import Exporter
     from pplx_export.pipeline.autocommit import CommitResult
 
@@ -113,6 +114,13 @@ class BatchSummary:
         if self.first_drift is not None:
             doc["drift"] = drift_json(self.lossy, self.unknown, *self.first_drift)
         return doc
+
+    def note_deleted_check(self, checked: DeletedResult) -> None:
+        """`--check-deleted`: the check's document and line; what it left is a failure."""
+        self.deleted_check = checked.to_json()
+        self.deleted_check_line = checked.line()
+        self.failed += checked.failed
+        self.failures += checked.left
 
     def note_drift(self, drifted: list[tuple[str, str, bool, bool]]) -> None:
         """Count an exporter's threads with losses or unknown shapes; keep the first."""
@@ -564,11 +572,7 @@ def _fetch_recovered(opts: RunOptions, api: PerplexityAPI, result: BatchSummary 
 def _check_deleted(opts: RunOptions, summary: BatchSummary) -> None:
     from pplx_export.commands.export.deleted import run_sync_deleted
 
-    checked = run_sync_deleted(opts, online=True)
-    summary.deleted_check = checked.to_json()
-    summary.deleted_check_line = checked.line()
-    summary.failed += checked.failed
-    summary.failures += checked.left
+    summary.note_deleted_check(run_sync_deleted(opts, online=True))
 
 
 def _repair_index(opts: RunOptions, state: BatchState) -> None:

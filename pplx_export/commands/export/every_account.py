@@ -256,10 +256,7 @@ def _deleted_check(opts: RunOptions, total: BatchSummary) -> str:
         raise
     except PplxError as exc:
         return str(exc)
-    total.deleted_check = checked.to_json()
-    total.deleted_check_line = checked.line()
-    total.failed += checked.failed
-    total.failures += checked.left
+    total.note_deleted_check(checked)
     return ""
 
 

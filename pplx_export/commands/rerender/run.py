@@ -39,6 +39,7 @@ from pplx_export.store.lock import archive_lock
 from pplx_export.store.render_state import RenderState, is_fresh
 from pplx_export.util.jsonobj import attrs_json, pairs_json
 from pplx_export.util.jsontypes import JSON
+from pplx_export.util.tally import RunTally
 
 if TYPE_CHECKING:
     from pplx_export.commands.rerender.pool import Found
@@ -51,27 +52,29 @@ SPILL_BYTES = 1 << 15  # the work list's lines held before they go to its file
 
 
 @dataclass
-class RerenderSummary:
+class RerenderSummary(RunTally):
+    """Counts by outcome (`failed`, from RunTally, counts the failures: one per thread)."""
+
     total: int = 0
     written: int = 0
     unchanged: int = 0
     skipped: int = 0
-    failed: int = 0
     files_written: int = 0
     files_removed: int = 0
     redacted_tokens: int = 0
     variant_hits: int = 0
     lossy: int = 0  # threads with content the parser did not read (§9.1)
     first_lossy: tuple[str, str] | None = None  # (web uuid, url) of the first of them
-    failures: list[tuple[str, str]] = field(default_factory=list)
-    elapsed: float = 0.0
     dry_run: bool = False
     # Dry run: (path relative to the archive root, "write" | "remove") per file.
     would_change: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, o: ThreadOutcome) -> None:
         self.total += 1
-        setattr(self, o.status, getattr(self, o.status) + 1)
+        if o.status == "failed":
+            self.failures.append((o.rel, o.error))
+        else:
+            setattr(self, o.status, getattr(self, o.status) + 1)
         self.files_written += o.files_written
         self.files_removed += o.files_removed
         self.redacted_tokens += o.redacted_tokens
@@ -79,8 +82,6 @@ class RerenderSummary:
         self.lossy += bool(o.losses)
         if self.first_lossy is None and o.lossy_thread is not None:
             self.first_lossy = o.lossy_thread
-        if o.status == "failed":
-            self.failures.append((o.rel, o.error))
         self.would_change += [(f"{o.rel}/{name}", "write") for name in o.would_write]
         self.would_change += [(f"{o.rel}/{name}", "remove") for name in o.would_remove]
 
@@ -96,8 +97,7 @@ class RerenderSummary:
             threads=self.total,
             answer_variant_hits=self.variant_hits,
             threads_with_losses=self.lossy,
-            elapsed_s=round(self.elapsed, 3),
-            failures=pairs_json(self.failures, "dir", "reason"),
+            **self.tally_json("dir"),
         )
         if self.dry_run:
             doc["would_change"] = pairs_json(self.would_change, "path", "action")
