@@ -445,6 +445,9 @@ class Asset:
     extracted_inline: bool = False
     inline_kind: str = ""  # "diff" | "code"
     inline_content: str = ""
+    # The files an ASSET_DIFF changes (`asset_diff.files[].filename`), in its order: what
+    # tells apart diffs that share one title.
+    changes: tuple[str, ...] = ()
     no_download_channel: bool = False
     file_handle: str = ""
     asset_expired: bool = False
@@ -472,6 +475,7 @@ class LocalFile:
     size: int | None = None  # bytes on disk
     missing: str = ""  # why there is no file: EXPIRED | NO_CHANNEL | NOT_DOWNLOADED
     entry_uuid: str = ""  # the entry (turn) that listed it; "" when unknown
+    changes: tuple[str, ...] = ()  # a diff: the files it changes (its label)
 
 
 @dataclass

@@ -88,10 +88,12 @@ def local_files(assets: list[Asset], thread_dir: Path) -> list[LocalFile]:
         for v in f["versions"]:
             uuid = str(v.get("uuid") or "")
             path, size, missing = "", None, ""
+            changes: tuple[str, ...] = ()
             if v.get("extracted_inline") and uuid in inline:
                 a = inline[uuid]
                 path = f"{FILES_DIR}/{names[id(a)]}"
                 size = len(inline_text(a).encode("utf-8"))
+                changes = a.changes
             else:
                 name = Path(str(v.get("downloaded_to") or "")).name
                 full = thread_dir / FILES_DIR / name
@@ -114,6 +116,7 @@ def local_files(assets: list[Asset], thread_dir: Path) -> list[LocalFile]:
                     size=size,
                     missing=missing,
                     entry_uuid=owners.get(uuid, ""),
+                    changes=changes,
                 )
             )
     return out

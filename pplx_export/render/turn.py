@@ -136,10 +136,10 @@ def work_process(ctx: Ctx, turn: Turn) -> str:
 
 def turn_files(ctx: Ctx, turn: Turn, page: str) -> str:
     """`## Files`: what the turn produced that no step of the page has linked already."""
-    files = unlinked(ctx.labels, ctx.files.of_entry(turn.uuid), ctx.page, page)
+    files = unlinked(ctx.labels, ctx.files, ctx.files.of_entry(turn.uuid), ctx.page, page)
     if not files:
         return ""
-    lines = file_lines(ctx.labels, files, ctx.page, ctx.flavor)
+    lines = file_lines(ctx.labels, ctx.files, files, ctx.page, ctx.flavor)
     return join_blocks([f"## {ctx.labels.files}", lines])
 
 
