@@ -65,6 +65,44 @@ def definitions(cites: list[tuple[int, Citation]], md: str) -> str:
     )
 
 
+def footnote(n: int, prefix: str = "") -> str:
+    """The obsidian flavour's marker for source n: a native footnote, `[^n]`; `prefix`
+    keeps the labels of several answers on one page apart (`[^2-1]`: turn 2, source 1)."""
+    return f"[^{prefix}{n}]"
+
+
+def footnote_definitions(cites: list[tuple[int, Citation]], md: str, prefix: str = "") -> str:
+    """`[^n]: [title](url)` for each footnote `md` uses, once, in source order."""
+    return "\n".join(
+        f"{footnote(n, prefix)}: {link(c.name, c.url)}"
+        for n, c in cites
+        if footnote(n, prefix) in md
+    )
+
+
+def footnote_markers(md: str, cites: list[tuple[int, Citation]], prefix: str = "") -> str:
+    """`md` with each `[n]` that has a source made a footnote reference (`[^n]`, Obsidian's
+    own): its reading view numbers them and lists the sources under the page."""
+    known = {n for n, _ in cites}
+    if not known:
+        return md
+
+    def run(m: re.Match[str]) -> str:
+        out = ""
+        was_note = True
+        for x in _MARK.finditer(m.group(1)):
+            is_note = int(x.group(1)) in known
+            # A number without a source stays text: a space keeps `[1][^2]` from reading
+            # as a reference link.
+            if out and not (is_note and was_note):
+                out += " "
+            out += footnote(int(x.group(1)), prefix) if is_note else x.group(0)
+            was_note = is_note
+        return out
+
+    return _rewrite(md, run)
+
+
 def _rewrite(md: str, sub: Callable[[re.Match[str]], str]) -> str:
     if "[" not in md:
         return md

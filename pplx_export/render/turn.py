@@ -6,7 +6,14 @@ from urllib.parse import urlsplit
 
 from pplx_export.models import Turn
 from pplx_export.parse.mode_tables import WORKFLOW_MODES
-from pplx_export.render.cite import citation_lines, definitions, link_markers, turn_cites
+from pplx_export.render.cite import (
+    citation_lines,
+    definitions,
+    footnote_definitions,
+    footnote_markers,
+    link_markers,
+    turn_cites,
+)
 from pplx_export.render.context import Ctx
 from pplx_export.render.files import file_lines, relative, unlinked
 from pplx_export.render.latex import norm
@@ -15,6 +22,7 @@ from pplx_export.render.plan import plan_block, plan_goals, step_titles
 from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.subagents import render_stub_section
 from pplx_export.render.text import (
+    OBSIDIAN,
     demote,
     finish,
     join_blocks,
@@ -51,8 +59,23 @@ def linked_answer(ctx: Ctx, turn: Turn, inline: bool, top: int) -> str:
     answer = turn_answer(turn)
     if not answer.strip() and notes:
         return notes
-    md = link_markers(demote(answer_md(ctx, answer), top), turn_cites(ctx, turn), inline)
+    md = demote(answer_md(ctx, answer), top)
+    cites = turn_cites(ctx, turn)
+    if ctx.flavor == OBSIDIAN:
+        prefix = footnote_prefix(ctx, turn, inline)
+        md = footnote_markers(md, cites, prefix)
+        if inline:
+            # conversation.md holds several answers: each defines its footnotes under it.
+            md = join_blocks([md, footnote_definitions(cites, md, prefix)])
+    else:
+        md = link_markers(md, cites, inline)
     return join_blocks([md, notes]) if notes else md
+
+
+def footnote_prefix(ctx: Ctx, turn: Turn, inline: bool) -> str:
+    """What keeps the footnote labels of one page unique: a turn file holds one answer
+    (`[^3]`); conversation.md holds every turn's (`[^2-3]`, unless there is only one)."""
+    return f"{turn.index}-" if inline and len(ctx.conv.turns) > 1 else ""
 
 
 def imported_note(ctx: Ctx, turn: Turn) -> str:
@@ -188,6 +211,8 @@ def render_turn(ctx: Ctx, turn: Turn) -> str:
         blocks += [
             f"## {lb.turn_citations}",
             citation_lines(cites),
-            definitions(cites, shown_answer),
+            footnote_definitions(cites, shown_answer)
+            if ctx.flavor == OBSIDIAN
+            else definitions(cites, shown_answer),
         ]
     return finish(join_blocks(blocks))
