@@ -356,6 +356,10 @@ class MediaItem:
     kind: str = ""  # "image" | "video" | whatever the block says
     title: str = ""
     source: str = ""  # the page it was found on
+    # Inline in the answer (an `ask_text_N_images` block between its Markdown blocks): the
+    # first line of the Markdown block after it, where the answer shows it; "" = below it.
+    anchor: str = ""
+    inline: bool = False
 
 
 @dataclass
@@ -476,6 +480,7 @@ class LocalFile:
     missing: str = ""  # why there is no file: EXPIRED | NO_CHANNEL | NOT_DOWNLOADED
     entry_uuid: str = ""  # the entry (turn) that listed it; "" when unknown
     changes: tuple[str, ...] = ()  # a diff: the files it changes (its label)
+    url: str = ""  # where it was downloaded from, without the query (matches media items)
 
 
 @dataclass

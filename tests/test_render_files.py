@@ -201,7 +201,7 @@ def test_local_files_reads_the_manifest_and_the_disk(tmp_path: Path) -> None:
             "u-chart",
             "CHART",
             "chart",
-            url="https://x/c.png",
+            url="https://x/c.png?Signature=s",
             downloaded_to="/old/place/chart.png",
             entry_uuid="e1",
         ),
@@ -223,6 +223,7 @@ def test_local_files_reads_the_manifest_and_the_disk(tmp_path: Path) -> None:
     by_name = {f.filename: f for f in local_files(assets, tmp_path)}
     assert by_name["chart"].path == "assets/files/chart.png" and by_name["chart"].size == 100
     assert by_name["chart"].entry_uuid == "e1"
+    assert by_name["chart"].url == "https://x/c.png"  # a media item showing it embeds it
     assert by_name["gone.pdf"].missing == EXPIRED and not by_name["gone.pdf"].path
     assert by_name["deck.pptx"].missing == NOT_DOWNLOADED
     assert by_name["notes.md"].missing == NO_CHANNEL

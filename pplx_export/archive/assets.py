@@ -83,6 +83,8 @@ def local_files(assets: list[Asset], thread_dir: Path) -> list[LocalFile]:
     names = inline_file_names(assets)
     inline = {a.uuid: a for a in inline_assets(assets)}
     owners = {a.uuid: a.entry_uuid for a in assets if a.entry_uuid}
+    # The signed query expires and differs between fetches: the path names the file.
+    urls = {a.uuid: a.url.split("?", 1)[0] for a in assets if a.url}
     out: list[LocalFile] = []
     for f in manifest["files"]:
         for v in f["versions"]:
@@ -117,6 +119,7 @@ def local_files(assets: list[Asset], thread_dir: Path) -> list[LocalFile]:
                     missing=missing,
                     entry_uuid=owners.get(uuid, ""),
                     changes=changes,
+                    url=urls.get(uuid, ""),
                 )
             )
     return out

@@ -46,13 +46,17 @@ def diff_numbers(items: Sequence[LocalFile]) -> dict[LocalFile, tuple[int, int]]
 class Files:
     """The thread's files, looked up by asset uuid and by the entry that listed them."""
 
-    __slots__ = ("by_entry", "by_uuid", "items", "numbers")
+    __slots__ = ("by_entry", "by_url", "by_uuid", "items", "numbers")
 
     def __init__(self, items: Iterable[LocalFile] = ()) -> None:
         self.items: tuple[LocalFile, ...] = tuple(items)
         self.by_uuid: dict[str, list[LocalFile]] = {}
         self.by_entry: dict[str, list[LocalFile]] = {}
+        # Files on disk by the URL they came from: a media item showing one embeds it.
+        self.by_url: dict[str, LocalFile] = {}
         for f in self.items:
+            if f.url and f.path:
+                self.by_url.setdefault(f.url, f)
             if f.uuid:
                 self.by_uuid.setdefault(f.uuid, []).append(f)
             if f.entry_uuid:
@@ -64,6 +68,10 @@ class Files:
 
     def of_entry(self, entry_uuid: str) -> list[LocalFile]:
         return self.by_entry.get(entry_uuid, []) if entry_uuid else []
+
+    def at_url(self, url: str) -> LocalFile | None:
+        """The archived file downloaded from `url` (its query ignored), if any."""
+        return self.by_url.get(url.split("?", 1)[0]) if url else None
 
 
 NO_FILES = Files()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from pplx_export.models import Turn
 from pplx_export.parse.mode_tables import WORKFLOW_MODES
 from pplx_export.render.cite import (
@@ -17,6 +15,7 @@ from pplx_export.render.cite import (
 from pplx_export.render.context import Ctx
 from pplx_export.render.files import file_lines, relative, unlinked
 from pplx_export.render.latex import norm
+from pplx_export.render.media import media_section, with_inline_media
 from pplx_export.render.page import front_matter, nav_line, turn_file
 from pplx_export.render.plan import plan_block, plan_goals, step_titles
 from pplx_export.render.steps import novel_steps, render_steps
@@ -58,8 +57,8 @@ def linked_answer(ctx: Ctx, turn: Turn, inline: bool, top: int) -> str:
     notes = join_blocks([imported_note(ctx, turn), loss_notes(ctx, turn)])
     answer = turn_answer(turn)
     if not answer.strip() and notes:
-        return notes
-    md = demote(answer_md(ctx, answer), top)
+        return join_blocks([with_inline_media(ctx, turn, ""), notes])
+    md = with_inline_media(ctx, turn, demote(answer_md(ctx, answer), top))
     cites = turn_cites(ctx, turn)
     if ctx.flavor == OBSIDIAN:
         prefix = footnote_prefix(ctx, turn, inline)
@@ -102,20 +101,6 @@ def related_section(ctx: Ctx, turn: Turn) -> str:
     return join_blocks(
         [f"## {ctx.labels.related}", "\n".join(f"- {one_line(q)}" for q in turn.related)]
     )
-
-
-def media_section(ctx: Ctx, turn: Turn) -> str:
-    """The images and videos attached to the answer (`media_items` blocks), linked."""
-    if not turn.media:
-        return ""
-    lines = []
-    for item in turn.media:
-        label = item.title or item.kind or item.url
-        kind = f" ({item.kind})" if item.kind and item.title else ""
-        host = urlsplit(item.source).hostname or item.source
-        page = f" — {link(host, item.source, ctx.flavor)}" if item.source else ""
-        lines.append(f"- {link(label, item.url, ctx.flavor)}{kind}{page}")
-    return join_blocks([f"## {ctx.labels.media}", "\n".join(lines)])
 
 
 def rewritten_note(ctx: Ctx, turn: Turn) -> str:
