@@ -103,9 +103,9 @@ def wikilinks_to_links(md: str) -> str:
     return _WIKILINK.sub(one, md)
 
 
-# A footnote definition as the obsidian flavour writes it (`[^n]: [title](url)`, one line)
+# A footnote definition as the obsidian flavour writes it (`[^n]: [title]( url )`, one line)
 # and a footnote reference (`[^n]`, `[^2-1]` in conversation.md: turn 2, source 1).
-_FOOTNOTE_DEF = re.compile(r"^\[\^([^\]\s]+)\]: \[.*\]\((.+)\)$", re.MULTILINE)
+_FOOTNOTE_DEF = re.compile(r"^\[\^([^\]\s]+)\]: \[.*\]\( ?(.+?) ?\)$", re.MULTILINE)
 _FOOTNOTE_REF = re.compile(r"\[\^([^\]\s]+)\](?!:)")
 
 

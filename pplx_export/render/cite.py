@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from pplx_export.models import Citation, Turn
 from pplx_export.render.context import Ctx
-from pplx_export.render.text import FENCE, link, link_target
+from pplx_export.render.text import FENCE, link, link_target, link_text
 
 # A run of markers such as `[1][2]`; not a link's label (`][1]`), an escaped bracket, a
 # link (`[1](`), a reference definition (`[1]:`) or the text of a longer bracket (`[1][x]`).
@@ -72,9 +72,14 @@ def footnote(n: int, prefix: str = "") -> str:
 
 
 def footnote_definitions(cites: list[tuple[int, Citation]], md: str, prefix: str = "") -> str:
-    """`[^n]: [title](url)` for each footnote `md` uses, once, in source order."""
+    """`[^n]: [title]( url )` for each footnote `md` uses, once, in source order.
+
+    The spaces inside the parentheses change nothing for a reader with footnotes, and keep a
+    plain CommonMark reader (no footnotes) from taking the line for a link reference
+    definition whose destination is `[title](url)` (it is one when the title has no space,
+    as CJK titles often have not): `[^n]` then stays text instead of a broken link."""
     return "\n".join(
-        f"{footnote(n, prefix)}: {link(c.name, c.url)}"
+        f"{footnote(n, prefix)}: [{link_text(c.name or c.url)}]( {link_target(c.url)} )"
         for n, c in cites
         if footnote(n, prefix) in md
     )
