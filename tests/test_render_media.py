@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pplx_export.models import Conversation, LocalFile, MediaItem, Turn
+from pplx_export.models import NOT_DOWNLOADED, Conversation, LocalFile, MediaItem, Turn
 from pplx_export.parse.answer_forms import media_items
 from pplx_export.parse.views import attach_views
 from pplx_export.render import OBSIDIAN, render_thread
@@ -151,3 +151,19 @@ def test_media_items_embed_an_archived_image_and_link_the_rest() -> None:
         in (section)
     )
     assert "- [Photo](https://img.example.org/p.jpg) (image) — [img.example.org]" in section
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_chart_the_archive_lacks_is_named_with_the_reason_not_its_signed_link(
+    lang: str,
+) -> None:
+    """The thread's own chart, not downloaded: its CDN link is signed (it expires, and is a
+    credential while it lasts), so the answer names it as the Files list does."""
+    lb = labels_for(lang)
+    missing = LocalFile("u-chart", "Speed chart", missing=NOT_DOWNLOADED, url=CHART_URL)
+    signed = [
+        MediaItem(CHART_URL + "?Expires=9&Signature=s", "image", CAPTION, anchor="x", inline=True)
+    ]
+    turn = render_thread(_conversation(signed), lang, local=[missing])["turns/turn_0001.md"]
+    assert f"*{CAPTION}* · {lb.file_not_downloaded}" in turn
+    assert "Signature" not in turn and CHART_URL not in turn

@@ -52,11 +52,11 @@ class Files:
         self.items: tuple[LocalFile, ...] = tuple(items)
         self.by_uuid: dict[str, list[LocalFile]] = {}
         self.by_entry: dict[str, list[LocalFile]] = {}
-        # Files on disk by the URL they came from: a media item showing one embeds it.
+        # Files by the URL they come from: a media item that shows one is that file.
         self.by_url: dict[str, LocalFile] = {}
         for f in self.items:
-            if f.url and f.path:
-                self.by_url.setdefault(f.url, f)
+            if f.url and (f.path or f.url not in self.by_url):
+                self.by_url[f.url] = f
             if f.uuid:
                 self.by_uuid.setdefault(f.uuid, []).append(f)
             if f.entry_uuid:
@@ -70,7 +70,8 @@ class Files:
         return self.by_entry.get(entry_uuid, []) if entry_uuid else []
 
     def at_url(self, url: str) -> LocalFile | None:
-        """The archived file downloaded from `url` (its query ignored), if any."""
+        """The thread's file that comes from `url` (its query ignored), downloaded or not;
+        one on disk first."""
         return self.by_url.get(url.split("?", 1)[0]) if url else None
 
 
@@ -116,10 +117,14 @@ def _facts(lb: Labels, files: Files, f: LocalFile) -> list[str]:
         if f.size is not None:
             facts.append(human_size(f.size))
         return facts
-    why = {EXPIRED: lb.file_expired, NO_CHANNEL: lb.file_no_channel}.get(
+    return [*facts, missing_reason(lb, f)]
+
+
+def missing_reason(lb: Labels, f: LocalFile) -> str:
+    """Why the archive has no file for `f` (expired, no download channel, not yet)."""
+    return {EXPIRED: lb.file_expired, NO_CHANNEL: lb.file_no_channel}.get(
         f.missing, lb.file_not_downloaded
     )
-    return [*facts, why]
 
 
 def file_line(

@@ -1,5 +1,6 @@
 """Images and videos with an answer (`media_items`, §9.7) and charts generated inside it:
-embedded where the archive holds the file, linked to where they were found otherwise.
+embedded where the archive holds the file, linked to where they were found otherwise (a
+thread file not downloaded yet is named with the reason, as in the Files list).
 
 A chart the answer shows between two of its Markdown blocks (`ask_text_N_images`) stands
 before the answer line that follows it there (`MediaItem.anchor`), or below the answer when
@@ -13,7 +14,7 @@ from urllib.parse import urlsplit
 
 from pplx_export.models import LocalFile, MediaItem, Turn
 from pplx_export.render.context import Ctx
-from pplx_export.render.files import is_image, relative
+from pplx_export.render.files import is_image, missing_reason, relative
 from pplx_export.render.text import FENCE, image, join_blocks, link, squash
 
 # An anchor this short (letters and digits) may match an unrelated line: only an exact
@@ -25,33 +26,39 @@ def media_label(item: MediaItem) -> str:
     return item.title or item.kind or item.url
 
 
-def local_image(ctx: Ctx, item: MediaItem) -> LocalFile | None:
-    """The archived image file the item shows (a downloaded chart), if any."""
+def shown_as(ctx: Ctx, item: MediaItem) -> tuple[str, LocalFile | None]:
+    """(Markdown of the item's name, the thread's file it is): linked to the archived file
+    when there is one, to its URL when it is no file of the thread (a web image). A thread
+    file the archive lacks is named with the reason: its URL is a signed link that expires
+    (and a credential while it lasts), which the archive never shows."""
+    label = media_label(item)
     f = ctx.files.at_url(item.url)
-    return f if f is not None and is_image(f.path) else None
+    if f is None:
+        return link(label, item.url, ctx.flavor), None
+    if f.path:
+        return link(label, relative(f.path, ctx.page), ctx.flavor), f
+    return f"*{label}* · {missing_reason(ctx.labels, f)}", f
 
 
 def media_md(ctx: Ctx, item: MediaItem) -> str:
-    """An item standing in the answer: the archived image embedded, else a link to it."""
-    f = local_image(ctx, item)
-    if f is not None:
+    """An item standing in the answer: the archived image embedded, else its link."""
+    named, f = shown_as(ctx, item)
+    if f is not None and f.path and is_image(f.path):
         return image(media_label(item), relative(f.path, ctx.page), ctx.flavor)
-    return link(media_label(item), item.url, ctx.flavor)
+    return named
 
 
 def media_line(ctx: Ctx, item: MediaItem) -> str:
-    """A list item: the linked item, its kind and the page it was found on; an archived
-    image is also embedded (as the thread's files are)."""
-    label = media_label(item)
+    """A list item: the item, its kind and the page it was found on; an archived image is
+    also embedded (as the thread's files are)."""
+    named, f = shown_as(ctx, item)
     kind = f" ({item.kind})" if item.kind and item.title else ""
     host = urlsplit(item.source).hostname or item.source
     page = f" — {link(host, item.source, ctx.flavor)}" if item.source else ""
-    f = local_image(ctx, item)
-    if f is None:
-        return f"- {link(label, item.url, ctx.flavor)}{kind}{page}"
-    target = relative(f.path, ctx.page)
-    line = f"- {link(label, target, ctx.flavor)}{kind}{page}"
-    return line + "\n\n  " + image(label, target, ctx.flavor)
+    line = f"- {named}{kind}{page}"
+    if f is not None and f.path and is_image(f.path):
+        line += "\n\n  " + image(media_label(item), relative(f.path, ctx.page), ctx.flavor)
+    return line
 
 
 def media_section(ctx: Ctx, turn: Turn) -> str:
