@@ -356,6 +356,10 @@ class MediaItem:
     kind: str = ""  # "image" | "video" | whatever the block says
     title: str = ""
     source: str = ""  # the page it was found on
+    # Inline in the answer (an `ask_text_N_images` block between its Markdown blocks): the
+    # first line of the Markdown block after it, where the answer shows it; "" = below it.
+    anchor: str = ""
+    inline: bool = False
 
 
 @dataclass
@@ -445,6 +449,9 @@ class Asset:
     extracted_inline: bool = False
     inline_kind: str = ""  # "diff" | "code"
     inline_content: str = ""
+    # The files an ASSET_DIFF changes (`asset_diff.files[].filename`), in its order: what
+    # tells apart diffs that share one title.
+    changes: tuple[str, ...] = ()
     no_download_channel: bool = False
     file_handle: str = ""
     asset_expired: bool = False
@@ -472,6 +479,8 @@ class LocalFile:
     size: int | None = None  # bytes on disk
     missing: str = ""  # why there is no file: EXPIRED | NO_CHANNEL | NOT_DOWNLOADED
     entry_uuid: str = ""  # the entry (turn) that listed it; "" when unknown
+    changes: tuple[str, ...] = ()  # a diff: the files it changes (its label)
+    url: str = ""  # where it was downloaded from, without the query (matches media items)
 
 
 @dataclass

@@ -50,6 +50,17 @@ def test_served_asset_urls_point_at_the_emulator(http: httpx.Client, emu: Runnin
     assert all(u.startswith(f"{emu.base_url}/__emulator/files/") for u in urls)
 
 
+def test_a_chart_shown_inside_the_answer_names_the_served_file(http: httpx.Client) -> None:
+    """The inline media item and the CHART asset name one file on the live site: served,
+    both point at the emulator's copy, so a client can tell it downloaded that picture."""
+    pages = fetch_pages(http, sample_uuid("ssg"), schematized=True)
+    blocks = [b for p in pages for e in p["entries"] for b in e["blocks"]]
+    (inline,) = [b for b in blocks if b.get("intended_usage") == "ask_text_1_images"]
+    (item,) = inline["inline_entity_block"]["media_block"]["media_items"]
+    (chart,) = [a for a in served_assets(http, "ssg") if a.get("asset_type") == "CHART"]
+    assert item["image"] == item["url"] == chart["chart"]["url"]
+
+
 def test_report_versions_download_as_markdown(http: httpx.Client) -> None:
     reports = [a for a in served_assets(http, "heat-pumps") if a["asset_type"] == "RESEARCH_REPORT"]
     assert len(reports) == 2

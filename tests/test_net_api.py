@@ -18,6 +18,7 @@ from pplx_export.site.ask import AskState, FollowUp, build_ask_body
 from pplx_export.site.assets import extract_candidates
 from pplx_export.site.pacing import NetRuntime
 from pplx_export.site.thread import IncompleteThread
+from pplx_export.util.atomic import umask_file_mode
 from tests.net_fakes import FakeClock, MidRandom, make_client, router
 
 UUID = "7c1e3a52-0000-4000-8000-0000000000aa"
@@ -326,7 +327,8 @@ def test_download_streams_to_temp_in_dest_without_cookies(tmp_path: Path) -> Non
     tmp = api.download(CDN + "?Expires=1&Signature=abc", tmp_path / "files")
     assert tmp.parent == tmp_path / "files" and tmp.name.startswith(".pplx-tmp-")
     assert tmp.read_bytes() == b"# Report\n" * 1000
-    assert stat.S_IMODE(tmp.stat().st_mode) == 0o600
+    # The mode of every archive file (issue 34: not mkstemp's owner-only 0o600).
+    assert stat.S_IMODE(tmp.stat().st_mode) == umask_file_mode()
     assert "Cookie" not in route.calls[0].request.headers
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import stat
 from datetime import UTC, datetime
 from email.utils import format_datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ from pplx_export.errors import (
 )
 from pplx_export.site.client import ClientSettings, build_query, endpoint_key, safe_url
 from pplx_export.site.pacing import NetRuntime, parse_ratelimit_reset, parse_retry_after
+from pplx_export.util.atomic import atomic_write_text
 from tests.net_fakes import FakeClock, FixedRandom, MidRandom, make_client, make_runtime, router
 
 PATH = "/rest/thread/abc"
@@ -337,6 +339,19 @@ def test_download_retries_count_their_own_attempts(tmp_path: Path) -> None:
     # the API's counter is neither moved nor reset by a CDN download.
     assert clock.slept == pytest.approx(20 + 60)
     assert rt.consecutive_failures == 1
+
+
+def test_a_download_has_the_mode_of_the_files_beside_it(tmp_path: Path) -> None:
+    """mkstemp creates 0o600; a download becomes an archive file by a rename, so it gets the
+    mode every other file of the thread has (0o666 less the umask)."""
+    cdn = "https://cdn.example.net/chart.png"
+    r = router()
+    r.get(cdn).mock(return_value=httpx.Response(200, content=b"png"))
+    client = make_client(r, runtime=make_runtime())
+    tmp = client.download(cdn + "?Signature=s", tmp_path)
+    neighbour = tmp_path / "conversation.md"
+    atomic_write_text(neighbour, "# page\n")
+    assert stat.S_IMODE(tmp.stat().st_mode) == stat.S_IMODE(neighbour.stat().st_mode)
 
 
 def test_request_counts_per_endpoint() -> None:

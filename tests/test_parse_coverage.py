@@ -64,7 +64,9 @@ def test_drift_counts_unknown_vocabulary_and_keeps_the_content() -> None:
             {
                 "uuid": "e",
                 "blocks": [
-                    {"intended_usage": "ask_text_3_images", "x": {}},
+                    {"intended_usage": "ask_text_3_widgets", "x": {}},
+                    # Read since issue 34: a chart the answer shows inline (not drift).
+                    {"intended_usage": "ask_text_4_images", "inline_entity_block": {}},
                     {"intended_usage": "workflow_root", "workflow_block": wf},
                     {},
                 ],
@@ -77,7 +79,7 @@ def test_drift_counts_unknown_vocabulary_and_keeps_the_content() -> None:
         "step_type:(missing)": 1,
         "item_type:WORKFLOW_ITEM_WIDGET": 1,
         "item_type:WORKFLOW_ITEM_MAP": 1,
-        "block_usage:ask_text_3_images": 1,
+        "block_usage:ask_text_3_widgets": 1,
         "block_usage:(missing)": 1,
         "status:WORKFLOW_PAUSED": 1,
         "status:RUNNING": 1,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
@@ -202,3 +203,20 @@ def test_every_asset_file_is_linked_and_every_relative_link_resolves(demo: Path)
                 unlinked.append((tdir.name, rel))
     assert files >= 5, "the demo ships charts, documents, code files and report versions"
     assert not unlinked
+
+
+def test_downloaded_files_have_the_mode_of_the_other_files(demo: Path) -> None:
+    """A downloaded asset body (a temp file renamed into place) reads like its neighbours:
+    the same permission bits as conversation.md, not owner-only."""
+    odd = []
+    files = 0
+    for tdir in thread_dirs(demo):
+        page_mode = stat.S_IMODE((tdir / "conversation.md").stat().st_mode)
+        folder = tdir / "assets" / "files"
+        for path in sorted(folder.glob("*")) if folder.is_dir() else []:
+            files += 1
+            mode = stat.S_IMODE(path.stat().st_mode)
+            if mode != page_mode:
+                odd.append((tdir.name, path.name, oct(mode), oct(page_mode)))
+    assert files >= 5
+    assert not odd

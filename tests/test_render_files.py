@@ -36,6 +36,7 @@ from tests.render_samples import (
     T0,
     council_conversation,
     item,
+    payload_item,
     report_conversation,
     text_item,
     wf_step,
@@ -200,7 +201,7 @@ def test_local_files_reads_the_manifest_and_the_disk(tmp_path: Path) -> None:
             "u-chart",
             "CHART",
             "chart",
-            url="https://x/c.png",
+            url="https://x/c.png?Signature=s",
             downloaded_to="/old/place/chart.png",
             entry_uuid="e1",
         ),
@@ -222,6 +223,7 @@ def test_local_files_reads_the_manifest_and_the_disk(tmp_path: Path) -> None:
     by_name = {f.filename: f for f in local_files(assets, tmp_path)}
     assert by_name["chart"].path == "assets/files/chart.png" and by_name["chart"].size == 100
     assert by_name["chart"].entry_uuid == "e1"
+    assert by_name["chart"].url == "https://x/c.png"  # a media item showing it embeds it
     assert by_name["gone.pdf"].missing == EXPIRED and not by_name["gone.pdf"].path
     assert by_name["deck.pptx"].missing == NOT_DOWNLOADED
     assert by_name["notes.md"].missing == NO_CHANNEL
@@ -427,3 +429,104 @@ def test_obsidian_links_and_embeds_files_as_wikilinks() -> None:
     turn = render_thread(conv, "en", OBSIDIAN, local=files_of(PNG))["turns/turn_0001.md"]
     assert "- [[../assets/files/Build_times.png|Build times]] · v1 · 73 B" in turn
     assert "  ![[../assets/files/Build_times.png]]" in turn
+
+
+# ------------------------------------------- diffs told apart (issue 34 point 6)
+
+
+def _diff(uuid: str, title: str, *paths: str) -> dict[str, Any]:
+    files = [
+        {
+            "filename": path.rsplit("/", 1)[-1],
+            "display_path": path,
+            "lines": [{"kind": "ADD", "text": f"edit {uuid}"}],
+        }
+        for path in paths
+    ]
+    return {
+        "uuid": uuid,
+        "asset_type": "ASSET_DIFF",
+        "asset_diff": {"title": title, "files": files},
+    }
+
+
+def _edit_step(uuid: str) -> dict[str, Any]:
+    sources = item("WORKFLOW_ITEM_SOURCES", "sources_payload", {"asset_uuids": [uuid]})
+    return wf_step("Edit the draft", [sources], tool_name="edit")
+
+
+# Three edits of one file and one of two others, all under the task's one step title.
+DIFFS = [
+    _diff("d-1", "Draft section", "out/sec.md"),
+    _diff("d-2", "Draft section", "out/sec.md"),
+    _diff("d-3", "Draft section", "src/a.py", "src/b.py"),
+    _diff("d-4", "Draft section", "out/sec.md"),
+]
+
+
+def _diff_thread(tmp_path: Path, nested: bool) -> tuple[Conversation, list[LocalFile]]:
+    """A computer turn whose edit steps made the DIFFS, top-level or in a nested run, and
+    the thread's files as sync builds them (parse, then the manifest on disk)."""
+    entries = [{"uuid": "e1", "blocks": [{"unified_assets_block": {"assets": DIFFS}}]}]
+    local = local_files(collect_assets(entries), tmp_path)
+    steps = [_edit_step(d["uuid"]) for d in DIFFS]
+    if nested:
+        run = {"id": "run-1", "headline": "Write the draft", "steps": steps}
+        steps = [wf_step("Delegate", [payload_item(run)], tool_name="run_subagent")]
+    return computer(steps), local
+
+
+def test_diffs_are_named_by_the_files_they_change() -> None:
+    (asset,) = [
+        a
+        for a in collect_assets(
+            [{"uuid": "e", "blocks": [{"unified_assets_block": {"assets": [DIFFS[2]]}}]}]
+        )
+    ]
+    assert asset.changes == ("a.py", "b.py")
+    assert asset.filename == "Draft section"  # the manifest and the file name as before
+
+
+@pytest.mark.parametrize("nested", [False, True])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("flavor", ["github", OBSIDIAN])
+def test_each_diff_is_labelled_by_its_files_and_linked_from_its_edit_step(
+    tmp_path: Path, nested: bool, lang: str, flavor: str
+) -> None:
+    conv, local = _diff_thread(tmp_path, nested)
+    lb = labels_for(lang)
+    pages = render_thread(conv, lang, flavor, local=local)
+    turn, whole = pages["turns/turn_0001.md"], pages["conversation.md"]
+    by_uuid = {f.uuid: f for f in local}
+    numbers = {"d-1": 1, "d-2": 2, "d-4": 3}
+    for uuid, f in by_uuid.items():
+        target = "../" + f.path
+        shown = f"[[{target}|" if flavor == OBSIDIAN else f"]({target})"
+        # The edit step that made it links it (the turn's Files section does not repeat it).
+        assert turn.count(shown) == 1, (uuid, turn)
+        if uuid in numbers:
+            label = lb.file_diff_n.format(n=numbers[uuid], total=3)
+            linked = f"[[{target}|sec.md]]" if flavor == OBSIDIAN else f"[sec.md]({target})"
+            assert f"{linked} · {label}" in turn
+    assert "a.py, b.py" in turn and f" · {lb.file_diff} · " in turn
+    assert f"## {lb.files}" not in turn
+    # conversation.md lists every file once, and no two entries read alike (counted repeats):
+    # the label is the entry without its size.
+    section = whole.split(f"## {lb.files}\n\n")[1]
+    entries = [line for line in section.splitlines() if line.startswith("- ")]
+    assert len(entries) == len(DIFFS)
+    labels = [line.rsplit(" · ", 2)[0] for line in entries]
+    assert len(set(labels)) == len(labels), labels
+
+
+def test_counted_repeats_in_the_files_list_read_by_commonmark(tmp_path: Path) -> None:
+    """As a reader's tool sees the list: the link texts plus the first fact tell every file
+    apart, even when the platform gave every diff one title."""
+    conv, local = _diff_thread(tmp_path, nested=True)
+    whole = render_thread(conv, "en", local=local)["conversation.md"]
+    toks = tokens(whole.split("## Files\n\n")[1])
+    items = [t.content for t in toks if t.type == "inline"]
+    assert len(items) == len(DIFFS)
+    seen = [re.sub(r" · \d+ B.*", "", text) for text in items]
+    assert len(set(seen)) == len(seen), seen
+    assert sum("Draft section" in text for text in items) == len(DIFFS)  # the title is kept

@@ -594,6 +594,15 @@ def site_generators() -> SampleThread:
                     "Three hosts offer free tiers with custom domains and HTTPS.",
                     started="2026-11-20T15:00:00Z", completed="2026-11-20T15:01:00Z"),
     ]  # fmt: skip
+    # The chart as the answer shows it (an inline media block; its file is the CHART asset).
+    chart_inline = {
+        "intended_usage": "ask_text_1_images",
+        "inline_entity_block": {"media_block": {"media_items": [{
+            "medium": "image", "image": f"{CDN}/ssg/build-times.png",
+            "url": f"{CDN}/ssg/build-times.png", "name": "", "source": "code_interpreter",
+            "caption": "Build time of a 200-post site, in seconds",
+        }], "generated_media_items": []}},
+    }  # fmt: skip
     meta = _meta(t.title, "4", c1, t.last_updated)
     t.plain = {
         "thread_metadata": meta,
@@ -605,7 +614,7 @@ def site_generators() -> SampleThread:
         "entries": [
             schematized(
                 e1,
-                [plan_block("Benchmark", "Compare"), wf1, assets_block(assets)],
+                [plan_block("Benchmark", "Compare"), wf1, chart_inline, assets_block(assets)],
                 created=c1,
                 updated=u1,
             ),

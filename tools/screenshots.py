@@ -12,8 +12,9 @@ without it only the HTML is written). The CSS is close to GitHub's Markdown view
 
 The HTML approximates what a reader sees: CommonMark + tables with markdown-it-py
 (tools/render_html.py; front matter as a table, as GitHub shows it). For the obsidian
-flavour a small pre-pass first turns foldable callouts into <details> and wikilinks and
-`![[embeds]]` into Markdown links and images, as Obsidian would show them. `--open` opens
+flavour a small pre-pass first turns foldable callouts into <details>, wikilinks and
+`![[embeds]]` into Markdown links and images, and footnotes into linked `[n]` markers, as
+Obsidian would show them. `--open` opens
 every fold, to read what is inside. For looking at the output by eye; not used by the tests.
 """
 
@@ -102,8 +103,32 @@ def wikilinks_to_links(md: str) -> str:
     return _WIKILINK.sub(one, md)
 
 
+# A footnote definition as the obsidian flavour writes it (`[^n]: [title]( url )`, one line)
+# and a footnote reference (`[^n]`, `[^2-1]` in conversation.md: turn 2, source 1).
+_FOOTNOTE_DEF = re.compile(r"^\[\^([^\]\s]+)\]: \[.*\]\( ?(.+?) ?\)$", re.MULTILINE)
+_FOOTNOTE_REF = re.compile(r"\[\^([^\]\s]+)\](?!:)")
+
+
+def footnotes_to_links(md: str) -> str:
+    """`[^n]` -> `[\\[n\\]](url)` with the url of its definition, definitions dropped: the
+    marker a reader sees, linked to its source (Obsidian lists the sources under the page)."""
+    urls = {m.group(1): m.group(2) for m in _FOOTNOTE_DEF.finditer(md)}
+    if not urls:
+        return md
+    md = _FOOTNOTE_DEF.sub("", md)
+
+    def one(m: re.Match[str]) -> str:
+        label = m.group(1)
+        url = urls.get(label)
+        if url is None:
+            return m.group(0)
+        return f"[\\[{label.rsplit('-', 1)[-1]}\\]]({url})"
+
+    return _FOOTNOTE_REF.sub(one, md)
+
+
 def obsidian_to_commonmark(md: str) -> str:
-    return callouts_to_details(wikilinks_to_links(md))
+    return callouts_to_details(footnotes_to_links(wikilinks_to_links(md)))
 
 
 def build_archives(work: Path, lang: str) -> dict[str, Path]:

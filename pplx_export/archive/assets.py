@@ -83,15 +83,19 @@ def local_files(assets: list[Asset], thread_dir: Path) -> list[LocalFile]:
     names = inline_file_names(assets)
     inline = {a.uuid: a for a in inline_assets(assets)}
     owners = {a.uuid: a.entry_uuid for a in assets if a.entry_uuid}
+    # The signed query expires and differs between fetches: the path names the file.
+    urls = {a.uuid: a.url.split("?", 1)[0] for a in assets if a.url}
     out: list[LocalFile] = []
     for f in manifest["files"]:
         for v in f["versions"]:
             uuid = str(v.get("uuid") or "")
             path, size, missing = "", None, ""
+            changes: tuple[str, ...] = ()
             if v.get("extracted_inline") and uuid in inline:
                 a = inline[uuid]
                 path = f"{FILES_DIR}/{names[id(a)]}"
                 size = len(inline_text(a).encode("utf-8"))
+                changes = a.changes
             else:
                 name = Path(str(v.get("downloaded_to") or "")).name
                 full = thread_dir / FILES_DIR / name
@@ -114,6 +118,8 @@ def local_files(assets: list[Asset], thread_dir: Path) -> list[LocalFile]:
                     size=size,
                     missing=missing,
                     entry_uuid=owners.get(uuid, ""),
+                    changes=changes,
+                    url=urls.get(uuid, ""),
                 )
             )
     return out

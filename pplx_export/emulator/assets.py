@@ -86,18 +86,22 @@ def file_url(base_url: str, asset_uuid: str, name: str) -> str:
     return f"{base_url}{FILES_PREFIX}{quote(asset_uuid, safe='')}/{quote(name, safe='')}"
 
 
-def rewrite_asset_urls(asset: JSON, base_url: str) -> None:
-    """Point every http(s) URL inside the asset (any depth) at the emulator's file endpoint."""
+def rewrite_asset_urls(asset: JSON, base_url: str) -> dict[str, str]:
+    """Point every http(s) URL inside the asset (any depth) at the emulator's file endpoint;
+    returns what moved (original URL -> served URL)."""
     asset_uuid = as_str(asset.get("uuid"))
+    moved: dict[str, str] = {}
     if not asset_uuid:
-        return
+        return moved
     fallback = filename_of(asset)
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
                 if key in URL_KEYS and isinstance(value, str) and value.startswith("http"):
-                    node[key] = file_url(base_url, asset_uuid, url_name(value, fallback))
+                    node[key] = moved[value] = file_url(
+                        base_url, asset_uuid, url_name(value, fallback)
+                    )
                 else:
                     walk(value)
         elif isinstance(node, list):
@@ -105,12 +109,35 @@ def rewrite_asset_urls(asset: JSON, base_url: str) -> None:
                 walk(item)
 
     walk(asset)
+    return moved
 
 
 def rewrite_blocks_page(page: JSON, base_url: str) -> None:
-    """In place, on a served (already copied) schematized page."""
+    """In place, on a served (already copied) schematized page. A URL of an asset quoted
+    elsewhere on the page (the chart an answer shows inline, as a media item) moves with
+    it: on the live site both name the one file."""
+    moved: dict[str, str] = {}
     for _entry_uuid, asset in iter_assets(page):
-        rewrite_asset_urls(asset, base_url)
+        moved.update(rewrite_asset_urls(asset, base_url))
+    if moved:
+        _follow(page, moved)
+
+
+def _follow(node: Any, moved: dict[str, str]) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(value, str):
+                if value in moved:
+                    node[key] = moved[value]
+            else:
+                _follow(value, moved)
+    elif isinstance(node, list):
+        for n, item in enumerate(node):
+            if isinstance(item, str):
+                if item in moved:
+                    node[n] = moved[item]
+            else:
+                _follow(item, moved)
 
 
 def first_url(asset: JSON) -> tuple[str, str]:

@@ -8,6 +8,7 @@ loses blocks here too. The mapping is ours (docs/emulator.md, "Block use cases")
 * a markdown block (`ask_text`, `ask_text_0_markdown`, ...)   -> `markdown`
 * `workflow_root` (workflow_block)                             -> `workflow_steps`
 * `media_items` (media_block)                                  -> `media_items`
+* media between the answer's blocks (`ask_text_1_images`)      -> `inline_images`
 * an answer mode (`sources_answer_mode`, `image_answer_mode`,
   `video_answer_mode`, `shopping_mode`, `maps_mode`)           -> `answer_modes`
 * a usage named like a use case (`unified_assets`, `background_agents`, `knowledge_cards`,
@@ -72,6 +73,8 @@ USE_CASES: frozenset[str] = frozenset(
 )
 
 _MARKDOWN_USAGE = re.compile(r"^ask_text(_\d+_markdown)?$")
+# The media an answer shows between its Markdown blocks (a generated chart).
+_INLINE_IMAGES_USAGE = re.compile(r"^ask_text_\d+_images$")
 _ANSWER_MODES = frozenset(
     ("sources_answer_mode", "image_answer_mode", "video_answer_mode", "shopping_mode", "maps_mode")
 )
@@ -92,6 +95,8 @@ def use_case_of(block: JSON) -> str:
     usage = as_str(block.get("intended_usage"))
     if _MARKDOWN_USAGE.match(usage):
         return "markdown"
+    if _INLINE_IMAGES_USAGE.match(usage):
+        return "inline_images"
     if usage in _ANSWER_MODES:
         return "answer_modes"
     if usage in _BY_USAGE:

@@ -85,23 +85,49 @@ def sources_mode_rows(blocks: list[dict[str, Any]]) -> list[Any]:
 
 
 def media_items(blocks: list[dict[str, Any]]) -> list[MediaItem]:
-    """Images and videos of `media_items` blocks. The block's inner shape is reported, not
-    seen (§9.7): any list of dicts inside `media_block` is read. As in the site's image
-    results, an image item's `image` is the picture and its `url` the page it is on; a
-    video's `url` is its page."""
+    """Images and videos of `media_items` blocks, and those shown inside the answer (an
+    `inline_entity_block` with a `media_block`: a generated chart between two of the
+    answer's Markdown blocks), each once, inline ones first. The block's inner shape is
+    reported, not seen (§9.7): any list of dicts inside `media_block` is read. As in the
+    site's image results, an image item's `image` is the picture and its `url` the page it
+    is on; a video's `url` is its page."""
     out: list[MediaItem] = []
+    for n, block in enumerate(blocks):
+        inline = as_dict(as_dict(block.get("inline_entity_block")).get("media_block"))
+        if inline:
+            anchor = _next_markdown_line(blocks[n + 1 :])
+            _add_media(out, inline, anchor, True)
     for block in blocks:
-        if as_str(block.get("intended_usage")) != "media_items":
-            continue
-        for value in as_dict(block.get("media_block")).values():
-            for item in dicts(value):
-                media = _media_item(item)
-                if media is not None and all(m.url != media.url for m in out):
-                    out.append(media)
+        if as_str(block.get("intended_usage")) == "media_items":
+            _add_media(out, as_dict(block.get("media_block")), "", False)
     return out
 
 
-def _media_item(item: dict[str, Any]) -> MediaItem | None:
+def _add_media(
+    out: list[MediaItem], media_block: dict[str, Any], anchor: str, inline: bool
+) -> None:
+    for value in media_block.values():
+        for item in dicts(value):
+            media = _media_item(item, anchor, inline)
+            if media is not None and all(m.url != media.url for m in out):
+                out.append(media)
+
+
+def _next_markdown_line(blocks: list[dict[str, Any]]) -> str:
+    """The first non-blank line of the next numbered answer block (`ask_text_N_markdown`):
+    the answer text an inline item stands before; "" when none follows."""
+    for block in blocks:
+        usage = as_str(block.get("intended_usage"))
+        if not (usage.startswith("ask_text_") and usage.endswith("_markdown")):
+            continue
+        md = as_dict(block.get("markdown_block"))
+        text = "".join(as_str(c) for c in as_list(md.get("chunks")))
+        text = text or as_str(md.get("answer"))
+        return next((line.strip() for line in text.split("\n") if line.strip()), "")
+    return ""
+
+
+def _media_item(item: dict[str, Any], anchor: str = "", inline: bool = False) -> MediaItem | None:
     kind = first_str(item, "medium", "media_type", "type", "kind")
     page = first_str(item, "url", "link", "source_url", "page_url")
     if kind.lower() == "image":
@@ -113,8 +139,11 @@ def _media_item(item: dict[str, Any]) -> MediaItem | None:
     return MediaItem(
         url=url,
         kind=kind,
-        title=first_str(item, "name", "title"),
+        # A generated chart has no name: its caption says what it shows.
+        title=first_str(item, "name") or first_str(item, "title") or first_str(item, "caption"),
         source=page if page and page != url else "",
+        anchor=anchor,
+        inline=inline,
     )
 
 

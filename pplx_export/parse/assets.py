@@ -216,6 +216,17 @@ def diff_text(asset: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def diff_changes(asset: dict[str, Any]) -> tuple[str, ...]:
+    """The names of the files an ASSET_DIFF changes (`files[].filename`, else its
+    `display_path`), each once, in the diff's order."""
+    names: list[str] = []
+    for f in dicts(as_dict(asset.get("asset_diff")).get("files")):
+        name = first_str(f, "filename", "display_path").strip()
+        if name and name not in names:
+            names.append(name)
+    return tuple(names)
+
+
 def _inline(asset: dict[str, Any]) -> tuple[str, str, str] | None:
     """(kind, name, content) of an ASSET_DIFF / CODE_ASSET, None when blank or another type."""
     kind = INLINE_TYPES.get(asset_type_of(asset))
@@ -276,6 +287,7 @@ def inline_assets(raw_assets: list[dict[str, Any]]) -> list[Asset]:
                 extracted_inline=True,
                 inline_kind=kind,
                 inline_content=content,
+                changes=diff_changes(asset) if kind == "diff" else (),
             )
         )
     return out

@@ -57,7 +57,9 @@ KNOWN_CONTENT_KEYS = frozenset(
         "terminate_content",
     }
 )
-_MARKDOWN_USAGE = re.compile(r"^ask_text_\d+_markdown$")
+# The answer's numbered Markdown blocks, and the media blocks between them (a chart the
+# answer shows inline: render/media.py places it).
+_MARKDOWN_USAGE = re.compile(r"^ask_text_\d+_(?:markdown|images)$")
 
 
 def _items(drift: SchemaDrift, items: Any) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from pplx_export.models import Citation, Turn
 from pplx_export.render.context import Ctx
-from pplx_export.render.text import FENCE, link, link_target
+from pplx_export.render.text import FENCE, link, link_target, link_text
 
 # A run of markers such as `[1][2]`; not a link's label (`][1]`), an escaped bracket, a
 # link (`[1](`), a reference definition (`[1]:`) or the text of a longer bracket (`[1][x]`).
@@ -63,6 +63,49 @@ def definitions(cites: list[tuple[int, Citation]], md: str) -> str:
         for n, c in cites
         if f"[{marker_label(n)}]" in md
     )
+
+
+def footnote(n: int, prefix: str = "") -> str:
+    """The obsidian flavour's marker for source n: a native footnote, `[^n]`; `prefix`
+    keeps the labels of several answers on one page apart (`[^2-1]`: turn 2, source 1)."""
+    return f"[^{prefix}{n}]"
+
+
+def footnote_definitions(cites: list[tuple[int, Citation]], md: str, prefix: str = "") -> str:
+    """`[^n]: [title]( url )` for each footnote `md` uses, once, in source order.
+
+    The spaces inside the parentheses change nothing for a reader with footnotes, and keep a
+    plain CommonMark reader (no footnotes) from taking the line for a link reference
+    definition whose destination is `[title](url)` (it is one when the title has no space,
+    as CJK titles often have not): `[^n]` then stays text instead of a broken link."""
+    return "\n".join(
+        f"{footnote(n, prefix)}: [{link_text(c.name or c.url)}]( {link_target(c.url)} )"
+        for n, c in cites
+        if footnote(n, prefix) in md
+    )
+
+
+def footnote_markers(md: str, cites: list[tuple[int, Citation]], prefix: str = "") -> str:
+    """`md` with each `[n]` that has a source made a footnote reference (`[^n]`, Obsidian's
+    own): its reading view numbers them and lists the sources under the page."""
+    known = {n for n, _ in cites}
+    if not known:
+        return md
+
+    def run(m: re.Match[str]) -> str:
+        out = ""
+        was_note = True
+        for x in _MARK.finditer(m.group(1)):
+            is_note = int(x.group(1)) in known
+            # A number without a source stays text: a space keeps `[1][^2]` from reading
+            # as a reference link.
+            if out and not (is_note and was_note):
+                out += " "
+            out += footnote(int(x.group(1)), prefix) if is_note else x.group(0)
+            was_note = is_note
+        return out
+
+    return _rewrite(md, run)
 
 
 def _rewrite(md: str, sub: Callable[[re.Match[str]], str]) -> str:

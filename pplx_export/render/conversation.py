@@ -156,5 +156,5 @@ def thread_files(ctx: Ctx) -> str:
     for f in ctx.files.items:
         n = turns.get(f.entry_uuid)
         where = link(f"{lb.turn} {n}", turn_file(n), ctx.flavor) if n is not None else ""
-        lines.append(file_line(lb, f, ctx.page, where, ctx.flavor))
+        lines.append(file_line(lb, ctx.files, f, ctx.page, where, ctx.flavor))
     return join_blocks([f"## {lb.files}", "\n".join(lines)])

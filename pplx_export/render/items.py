@@ -104,10 +104,16 @@ def render_sources(ctx: Ctx, item: WfItem) -> str:
     text = item.text.text
     parts = [text.strip("\n")] if text.strip() else []
     parts.append(sources_block(ctx, item.sources))
-    if item.asset_uuids and not _with_the_answer(ctx, item):
-        # The files a step shared (`share_file`), linked where they were produced.
-        parts.append(shared_lines(ctx.labels, ctx.files, item.asset_uuids, ctx.page, ctx.flavor))
+    parts.append(shared_files(ctx, item))
     return join_blocks(parts)
+
+
+def shared_files(ctx: Ctx, item: WfItem) -> str:
+    """The files a SOURCES item carries (a `share_file` step, the diff an `edit` step
+    made), linked where they were produced; "" when the page lists them with the answer."""
+    if not item.asset_uuids or _with_the_answer(ctx, item):
+        return ""
+    return shared_lines(ctx.labels, ctx.files, item.asset_uuids, ctx.page, ctx.flavor)
 
 
 def _with_the_answer(ctx: Ctx, item: WfItem) -> bool:

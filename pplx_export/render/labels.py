@@ -152,6 +152,8 @@ class Labels:
     file_not_downloaded: str
     file_unlisted: str
     shared_files: str
+    file_diff: str
+    file_diff_n: str  # {n}, {total}
     input_: str
 
     def par(self, text: str) -> str:
@@ -325,6 +327,8 @@ EN = Labels(
     file_not_downloaded="not downloaded yet (`pplx-export assets-backfill --online` fetches it)",
     file_unlisted="not among the thread's files",
     shared_files="Shared files",
+    file_diff="diff",
+    file_diff_n="diff {n} of {total}",
     input_="Input",
 )
 
@@ -462,6 +466,8 @@ ZH = Labels(
     file_not_downloaded="尚未下载（`pplx-export assets-backfill --online` 可获取）",
     file_unlisted="不在本线程的文件列表中",
     shared_files="共享文件",
+    file_diff="修改",
+    file_diff_n="第 {n}/{total} 次修改",
     input_="输入",
 )
 

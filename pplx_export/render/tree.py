@@ -30,6 +30,7 @@ from pplx_export.render.items import (
     render_todo,
     render_user_questions,
     render_user_response,
+    shared_files,
 )
 from pplx_export.render.labels import Labels
 from pplx_export.render.latex import norm
@@ -243,6 +244,10 @@ def nested_steps(
                     if s.url and s.url not in urls:
                         urls.add(s.url)
                         cited.append("- " + link(s.name, s.url))
+                # The step's own files stay with it (an edit step links the diff it made).
+                files = shared_files(inner, item)
+                if files:
+                    step_parts.append(files)
                 continue
             if shown is not None and shown.covers(item_atoms(item)):
                 continue

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from pplx_export.models import Turn
 from pplx_export.parse.mode_tables import WORKFLOW_MODES
-from pplx_export.render.cite import citation_lines, definitions, link_markers, turn_cites
+from pplx_export.render.cite import (
+    citation_lines,
+    definitions,
+    footnote_definitions,
+    footnote_markers,
+    link_markers,
+    turn_cites,
+)
 from pplx_export.render.context import Ctx
 from pplx_export.render.files import file_lines, relative, unlinked
 from pplx_export.render.latex import norm
+from pplx_export.render.media import media_section, with_inline_media
 from pplx_export.render.page import front_matter, nav_line, turn_file
 from pplx_export.render.plan import plan_block, plan_goals, step_titles
 from pplx_export.render.steps import novel_steps, render_steps
 from pplx_export.render.subagents import render_stub_section
 from pplx_export.render.text import (
+    OBSIDIAN,
     demote,
     finish,
     join_blocks,
@@ -50,9 +57,24 @@ def linked_answer(ctx: Ctx, turn: Turn, inline: bool, top: int) -> str:
     notes = join_blocks([imported_note(ctx, turn), loss_notes(ctx, turn)])
     answer = turn_answer(turn)
     if not answer.strip() and notes:
-        return notes
-    md = link_markers(demote(answer_md(ctx, answer), top), turn_cites(ctx, turn), inline)
+        return join_blocks([with_inline_media(ctx, turn, ""), notes])
+    md = with_inline_media(ctx, turn, demote(answer_md(ctx, answer), top))
+    cites = turn_cites(ctx, turn)
+    if ctx.flavor == OBSIDIAN:
+        prefix = footnote_prefix(ctx, turn, inline)
+        md = footnote_markers(md, cites, prefix)
+        if inline:
+            # conversation.md holds several answers: each defines its footnotes under it.
+            md = join_blocks([md, footnote_definitions(cites, md, prefix)])
+    else:
+        md = link_markers(md, cites, inline)
     return join_blocks([md, notes]) if notes else md
+
+
+def footnote_prefix(ctx: Ctx, turn: Turn, inline: bool) -> str:
+    """What keeps the footnote labels of one page unique: a turn file holds one answer
+    (`[^3]`); conversation.md holds every turn's (`[^2-3]`, unless there is only one)."""
+    return f"{turn.index}-" if inline and len(ctx.conv.turns) > 1 else ""
 
 
 def imported_note(ctx: Ctx, turn: Turn) -> str:
@@ -79,20 +101,6 @@ def related_section(ctx: Ctx, turn: Turn) -> str:
     return join_blocks(
         [f"## {ctx.labels.related}", "\n".join(f"- {one_line(q)}" for q in turn.related)]
     )
-
-
-def media_section(ctx: Ctx, turn: Turn) -> str:
-    """The images and videos attached to the answer (`media_items` blocks), linked."""
-    if not turn.media:
-        return ""
-    lines = []
-    for item in turn.media:
-        label = item.title or item.kind or item.url
-        kind = f" ({item.kind})" if item.kind and item.title else ""
-        host = urlsplit(item.source).hostname or item.source
-        page = f" — {link(host, item.source, ctx.flavor)}" if item.source else ""
-        lines.append(f"- {link(label, item.url, ctx.flavor)}{kind}{page}")
-    return join_blocks([f"## {ctx.labels.media}", "\n".join(lines)])
 
 
 def rewritten_note(ctx: Ctx, turn: Turn) -> str:
@@ -136,10 +144,10 @@ def work_process(ctx: Ctx, turn: Turn) -> str:
 
 def turn_files(ctx: Ctx, turn: Turn, page: str) -> str:
     """`## Files`: what the turn produced that no step of the page has linked already."""
-    files = unlinked(ctx.labels, ctx.files.of_entry(turn.uuid), ctx.page, page)
+    files = unlinked(ctx.labels, ctx.files, ctx.files.of_entry(turn.uuid), ctx.page, page)
     if not files:
         return ""
-    lines = file_lines(ctx.labels, files, ctx.page, ctx.flavor)
+    lines = file_lines(ctx.labels, ctx.files, files, ctx.page, ctx.flavor)
     return join_blocks([f"## {ctx.labels.files}", lines])
 
 
@@ -188,6 +196,8 @@ def render_turn(ctx: Ctx, turn: Turn) -> str:
         blocks += [
             f"## {lb.turn_citations}",
             citation_lines(cites),
-            definitions(cites, shown_answer),
+            footnote_definitions(cites, shown_answer)
+            if ctx.flavor == OBSIDIAN
+            else definitions(cites, shown_answer),
         ]
     return finish(join_blocks(blocks))

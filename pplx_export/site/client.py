@@ -48,7 +48,7 @@ from pplx_export.errors import (
 )
 from pplx_export.site.classify import Verdict, classify
 from pplx_export.site.pacing import BACKOFF_BASE_S, NetRuntime, sleep_with_heartbeat
-from pplx_export.util.atomic import TEMP_PREFIX
+from pplx_export.util.atomic import TEMP_PREFIX, umask_file_mode
 from pplx_export.util.closing import Closing
 
 log = logging.getLogger("pplx_export.site")
@@ -362,6 +362,9 @@ class ApiClient(Closing):
             done = False
             try:
                 with os.fdopen(fd, "wb") as fh:
+                    # mkstemp makes the file owner-only; renamed into the thread folder, it
+                    # must have the mode of the files beside it (0o666 less the umask).
+                    os.fchmod(fh.fileno(), umask_file_mode())
                     verdict = self._download_into(url, fh, headers, timeout, endpoint)
                     if verdict.kind == "ok":
                         fh.flush()

@@ -153,6 +153,13 @@ def read_with_stat(path: str) -> tuple[bytes, tuple[int, int]]:
         os.close(fd)
 
 
+def umask_file_mode() -> int:
+    """The mode `open()` gives a new file here (0o666 less the umask): what a file made with
+    `tempfile.mkstemp` (always 0o600) must be set to before it becomes an archive file, so
+    that it reads like its neighbours."""
+    return 0o666 & ~_UMASK
+
+
 def _read_umask() -> int:
     # os.umask can only be read by setting it; do it once at import, before any threads.
     current = os.umask(0)
