@@ -103,6 +103,17 @@ def pieces(conv: Conversation) -> Iterator[str]:
         yield from _payload_pieces(ctx, app.payload, seen)
 
 
+def _without_compare_tables(md: str) -> str:
+    """`md` less each council step's table of the models' conclusions: a digest of the
+    answers the model folds show in full, on purpose (a short answer is its own digest)."""
+    head = f"**{labels_for('en').council_compare}:**\n\n"
+    while head in md:
+        start = md.index(head)
+        end = md.find("\n\n", start + len(head))
+        md = md[:start] + (md[end:] if end >= 0 else "")
+    return md
+
+
 def repeats(conv: Conversation, files: dict[str, str]) -> list[str]:
     """`turn file: piece` for every piece a turn file shows more often than the thread has it."""
     distinct = sorted({sq for p in pieces(conv) if len(sq := squash(p)) >= PARAGRAPH})
@@ -110,7 +121,7 @@ def repeats(conv: Conversation, files: dict[str, str]) -> list[str]:
     for rel, text in sorted(files.items()):
         if not rel.startswith("turns/"):
             continue
-        page = squash(text)
+        page = squash(_without_compare_tables(text))
         for sq in distinct:
             if sq not in page:
                 continue

@@ -148,7 +148,8 @@ def test_background_appendix_only_in_conversation_md() -> None:
 def test_council_blocks() -> None:
     turn = render_thread(council_conversation())["turns/turn_0001.md"]
     assert "### Step 1 · 🏛️ Model council: Compare\n\n**Models:** `alpha` · `beta`" in turn
-    assert "<summary>alpha view (queries: 2 · sources: 1 · answer: 70 chars)</summary>" in turn
+    stat = "rounds: 1 · queries: 2 · sources: 1 · answer: 70 chars"
+    assert f"<summary>alpha view ({stat})</summary>" in turn
     # both query groups survive (the parser's rounds keep only the last one)
     assert "- `alpha q1`" in turn and "- `alpha q2`" in turn
     assert "1. [alpha src](https://example.org/alpha)" in turn

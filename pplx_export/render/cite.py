@@ -159,3 +159,17 @@ def link_markers(md: str, cites: list[tuple[int, Citation]], inline: bool) -> st
         return "".join(parts) if inline else " ".join(parts)
 
     return _rewrite(md, run)
+
+
+def rewrite_markers(md: str, one: Callable[[int], str | None]) -> str:
+    """`md` with each `[n]` outside code written as `one(n)` says (kept as it is on None):
+    marker forms other than the turn's own (render/council.py)."""
+
+    def run(m: re.Match[str]) -> str:
+        parts = []
+        for x in _MARK.finditer(m.group(1)):
+            written = one(int(x.group(1)))
+            parts.append(x.group(0) if written is None else written)
+        return "".join(parts)
+
+    return _rewrite(md, run)

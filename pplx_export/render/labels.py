@@ -86,6 +86,11 @@ class Labels:
     sources_n: str
     answer_chars: str
     round_: str
+    rounds_n: str
+    # The table of the models' conclusions, one row per model, above their folds.
+    council_compare: str
+    # A model's step-log entry that its workflow fold does not show, kept inside the fold.
+    council_log: str
     # plain steps
     tool_input: str
     tool_output: str
@@ -250,6 +255,9 @@ EN = Labels(
     sources_n="sources: {n}",
     answer_chars="answer: {n} chars",
     round_="Round {n}",
+    rounds_n="rounds: {n}",
+    council_compare="Side by side",
+    council_log="From the step log (not in the workflow view)",
     tool_input="Tool input",
     tool_output="Tool output",
     thinking="Thinking",
@@ -395,6 +403,9 @@ ZH = Labels(
     sources_n="来源 {n}",
     answer_chars="答案 {n} 字符",
     round_="第 {n} 轮",
+    rounds_n="{n} 轮",
+    council_compare="并列对比",
+    council_log="步骤日志所载（工作流视图中未出现）",
     tool_input="工具输入",
     tool_output="工具输出",
     thinking="思考",

@@ -25,7 +25,7 @@ from pplx_export.render.text import (
 )
 from pplx_export.render.tree import render_item
 
-__all__ = ["Shown", "novel_steps", "render_step", "render_steps"]
+__all__ = ["Shown", "council_model_body", "novel_steps", "render_step", "render_steps"]
 
 SILENT = frozenset({"INITIAL_QUERY", "FINAL", ""})
 
@@ -69,22 +69,30 @@ def _council_research(ctx: Ctx, step: Step) -> str:
     query = step.body.research_query.strip()
     blocks = [f"**{lb.council_research}**" + (f"{lb.sep}{one_line(query)}" if query else "")]
     for state in step.body.models:
-        body = [quote(demote(state.mock_thought, WORK_TOP))] if state.mock_thought else []
-        rounds = 0
-        for s in state.steps:
-            rendered = render_step(ctx, s)
-            if s.step_type == "COUNCIL_ROUND" and rendered:
-                rounds += 1
-                rendered = f"**{lb.round_.format(n=rounds)}**\n\n" + rendered
-            body.append(rendered)
-        if state.answer.strip():
-            answer = demote(state.answer.strip("\n"), WORK_TOP)
-            body.append(lb.labelled(lb.model_answer, answer))
         summary = f"{lb.model}{lb.sep}{state.model}" + (
             lb.par(state.status) if state.status else ""
         )
-        blocks.append(details(summary_text(summary), join_blocks(body), ctx.flavor))
+        body = council_model_body(ctx, state)
+        blocks.append(details(summary_text(summary), body, ctx.flavor))
     return join_blocks(blocks)
+
+
+def council_model_body(ctx: Ctx, state: CouncilModel) -> str:
+    """One model of a plain council step: its thought, its own steps (rounds numbered) and
+    its answer. Also what a workflow model fold shows of the model's step-log entry."""
+    lb = ctx.labels
+    body = [quote(demote(state.mock_thought, WORK_TOP))] if state.mock_thought else []
+    rounds = 0
+    for s in state.steps:
+        rendered = render_step(ctx, s)
+        if s.step_type == "COUNCIL_ROUND" and rendered:
+            rounds += 1
+            rendered = f"**{lb.round_.format(n=rounds)}**\n\n" + rendered
+        body.append(rendered)
+    if state.answer.strip():
+        answer = demote(state.answer.strip("\n"), WORK_TOP)
+        body.append(lb.labelled(lb.model_answer, answer))
+    return join_blocks(body)
 
 
 def _list(title: str, lines: list[str]) -> str:

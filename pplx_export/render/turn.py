@@ -13,12 +13,13 @@ from pplx_export.render.cite import (
     turn_cites,
 )
 from pplx_export.render.context import Ctx
+from pplx_export.render.council import folded_answers, folded_models, split_council_log
 from pplx_export.render.files import file_lines, relative, unlinked
 from pplx_export.render.latex import norm
 from pplx_export.render.media import media_section, with_inline_media
 from pplx_export.render.page import front_matter, nav_line, turn_file
 from pplx_export.render.plan import plan_block, plan_goals, step_titles
-from pplx_export.render.steps import novel_steps, render_steps
+from pplx_export.render.steps import Shown, novel_steps, render_steps
 from pplx_export.render.subagents import render_stub_section
 from pplx_export.render.text import (
     OBSIDIAN,
@@ -133,7 +134,17 @@ def work_process(ctx: Ctx, turn: Turn) -> str:
     lb = ctx.labels
     if ctx.conv.mode in WORKFLOW_MODES and turn.workflow is not None:
         wf_md = render_wf_block(ctx, turn.workflow)
-        extra = novel_steps(ctx, turn.steps, wf_md + "\n" + ctx.answer)
+        # A council model's answer is on the page with its `[n]` made links: compared as
+        # written, so the step log's copy of it is not taken for something new.
+        answers = folded_answers(ctx, turn.workflow)
+        extra = novel_steps(ctx, turn.steps, "\n".join([wf_md, ctx.answer, answers]))
+        folded = folded_models(turn.workflow)
+        if folded and any(s.step_type == "COUNCIL_RESEARCH" for s in extra):
+            # A council model's step-log entry goes into that model's own fold, where a
+            # reader following the model looks for it, not into a section of its own.
+            shown = Shown("\n".join([wf_md, ctx.answer, turn.query]))
+            extra, moved = split_council_log(extra, folded, shown)
+            wf_md = render_wf_block(ctx, turn.workflow, moved)
         if not extra:
             return wf_md
         log = join_blocks([f"## {lb.step_log}", quote(lb.step_log_note), render_steps(ctx, extra)])

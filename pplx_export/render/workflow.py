@@ -21,20 +21,29 @@ def render_generic_step(ctx: Ctx, i: int, step: WfStep) -> str:
     return join_blocks([heading, drop_repeated_label(ctx.labels, title, body)])
 
 
-def render_wf_step(ctx: Ctx, i: int, step: WfStep) -> str:
-    """One top-level workflow step: council, sub-agent, or generic."""
+def render_wf_step(
+    ctx: Ctx, i: int, step: WfStep, log: council.CouncilLog = council.NO_LOG, models: int = 0
+) -> str:
+    """One top-level workflow step: council, sub-agent, or generic. `log`: the step log's
+    council entries the model folds show (render.council.split_council_log); `models`: how
+    many council models the block's earlier steps showed."""
     if step.tool_name == "council_research":
-        return council.render_council_step(ctx, i, step)
+        return council.render_council_step(ctx, i, step, log, models)
     if subagents.is_subagent_step(step):
         return subagents.render_subagent_step(ctx, i, step)
     return render_generic_step(ctx, i, step)
 
 
-def render_wf_block(ctx: Ctx, wf: WfPayload) -> str:
+def render_wf_block(ctx: Ctx, wf: WfPayload, log: council.CouncilLog = council.NO_LOG) -> str:
     """`## Work process (N steps · STATUS · tag)` and every step of a workflow block."""
     lb = ctx.labels
     # Numbered by place in the raw list: an entry that is not a step keeps its number.
-    steps = [render_wf_step(ctx, step.position, step) for step in wf.steps]
+    steps = []
+    models = 0
+    for step in wf.steps:
+        steps.append(render_wf_step(ctx, step.position, step, log, models))
+        if step.tool_name == "council_research":
+            models += len(council.council_payloads(step))
     # The count is of the steps shown (an empty untitled step is not).
     stat = [lb.steps_n.format(n=sum(1 for text in steps if text))]
     # A status the tag below names (completed: no tag; awaiting, canceled: the tag) is not
