@@ -4,4 +4,4 @@ cost a no-op run more than the run itself.
 """
 
 # Bump whenever rendered bytes change for the same input: the re-render fingerprint uses it.
-RENDERER_VERSION = "7"  # 7: turn links and list, archive index, one header line, sources counted
+RENDERER_VERSION = "8"  # 8: council rounds, diffs by file, obsidian footnotes, charts

@@ -16,9 +16,11 @@ import pytest
 from click.testing import CliRunner
 
 from pplx_export.cli.export import main
+from pplx_export.renderer_version import RENDERER_VERSION
 from pplx_export.store.batch_state import BatchState
 
 FIXTURE = Path(__file__).parent / "fixtures" / "release_0_1_archive" / "archive.tar.gz"
+FIXTURE_RENDERER = "7"  # the renderer version that rendered the stored archive
 
 
 @pytest.fixture
@@ -63,7 +65,11 @@ def test_the_first_run_migrates_without_rendering_anything(release: Path) -> Non
     assert sum(before.values()) > 0 and rendered > 0
 
     doc = rerender_changed_only(release)
-    assert (doc["skipped"], doc["written"], doc["files_written"]) == (doc["threads"], 0, 0)
+    # The stored archive was rendered by renderer 7: under it every thread is skipped; a
+    # later renderer renders each thread again (its fingerprint names the version) and
+    # writes only what it changed, nothing for this archive.
+    skipped = doc["threads"] if RENDERER_VERSION == FIXTURE_RENDERER else 0
+    assert (doc["skipped"], doc["written"], doc["files_written"]) == (skipped, 0, 0)
     assert doc["threads"] == rendered
 
     state = BatchState.load(release, repair=False)

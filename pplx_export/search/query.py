@@ -4,6 +4,9 @@ Each FTS table is asked for its best row per thread (bm25 with column weights: t
 and the query count most, answers and reports next, work and sub-agent text least); the
 threads are ranked by their best hit across tables. A query FTS5 cannot parse is searched
 again as one phrase, with a note saying so. The database is opened read-only.
+
+Long because a query's plan is one piece: the exact ranking under the bound, the
+approximation over it and the snippets share its statements, weights and filters.
 """
 
 from __future__ import annotations
