@@ -111,3 +111,26 @@ def test_steps_n_counts_the_steps_shown() -> None:
         assert int(m.group(1)) == shown, (name, rel, m.group(0), shown)
         counted += 1
     assert counted > 10
+
+
+LAUNCHER = re.compile(r"^> `run_subagent` (.*?)(?: — .*)?$", re.MULTILINE)
+
+
+def test_no_launcher_line_repeats_the_runs_own_title() -> None:
+    # The run's heading or fold says "Sub-agent: <title>"; a launcher line saying the same
+    # title again under it (or just above its fold) is the fact twice.
+    launchers = 0
+    for name, rel, text in _pages():
+        for m in LAUNCHER.finditer(text):
+            launchers += 1
+            title = m.group(1).strip()
+            before = text[: m.start()].rstrip().rsplit("\n", 3)[-3:]
+            after = text[m.end() :].lstrip().split("\n", 2)[:2]
+            near = [line for line in [*before, *after] if "Sub-agent" in line or "task" in line]
+            assert not any(f": {title}" in line for line in near), (name, rel, title)
+    assert launchers >= 1  # the corpus's runs whose launcher says something else stay
+
+
+def test_a_pro_search_end_marker_is_not_a_placeholder() -> None:
+    for name, rel, text in _pages():
+        assert "**TERMINATE**" not in text, (name, rel)

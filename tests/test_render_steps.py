@@ -40,6 +40,15 @@ def test_silent_steps() -> None:
     assert r("FINAL", {"answer": json.dumps({"answer": "a"})}) == ""
 
 
+def test_terminate_is_silent_unless_it_carries_more() -> None:
+    # The pro search's end marker (§9.7) carries its goal only: nothing to show. Were it
+    # to carry more, the reader sees it, as for any step the renderer does not know.
+    assert r("TERMINATE", {"goal_id": "1"}) == ""
+    assert r("TERMINATE", {}) == ""
+    out = r("TERMINATE", {"goal_id": "1", "reason": "budget spent"})
+    assert "*(unrendered type)*" in out and "budget spent" in out
+
+
 def test_tool_steps_render_items_with_time() -> None:
     out = r(
         "ASI_TOOL_OUTPUT",

@@ -2,6 +2,7 @@
 archive's index.md, in both render flavours.
 
     python -m tools.screenshots OUT [--open] [--height 2000] [--lang en|zh]
+                                    [--keep DIR | --archive DIR]
 
 Builds the demo archive (the bundled sample library, exported through the in-process
 emulator: never the shared corpus) in a temporary directory, once per flavour (github, then
@@ -9,6 +10,10 @@ obsidian re-rendered from the same raw files), picks the largest first turn of e
 and writes OUT/<mode>__<flavor>.html and .png (the turn), OUT/<mode>__conversation__<flavor>
 (its conversation.md) and OUT/index__<flavor> (headless Chromium, `chromium` on PATH;
 without it only the HTML is written). The CSS is close to GitHub's Markdown view.
+`--keep DIR` builds the demo archives there and leaves them, so the pages' embedded images
+and relative links resolve after the run (each page carries a <base> naming its source
+folder); `--archive DIR` shoots an archive already rendered (the re-rendered corpus, say),
+in whatever flavour it was rendered.
 
 The HTML approximates what a reader sees: CommonMark + tables with markdown-it-py
 (tools/render_html.py; front matter as a table, as GitHub shows it). For the obsidian
@@ -177,12 +182,65 @@ def screenshot(browser: str, page: Path, png: Path, height: int) -> bool:
     return done.returncode == 0 and png.is_file()
 
 
+def page_html(text: str, source: Path, *, flavor: str, open_folds: bool) -> str:
+    """One Markdown page as HTML whose relative links and images resolve against the folder
+    the page came from."""
+    if flavor == "obsidian":
+        text = obsidian_to_commonmark(text)
+    page = to_html(text)
+    if open_folds:
+        page = page.replace("<details>", "<details open>")
+    base = f'<base href="{source.parent.resolve().as_uri()}/">'
+    return page.replace("<meta charset=utf-8>", "<meta charset=utf-8>" + base, 1)
+
+
+def shoot(roots: dict[str, Path], out: Path, args: argparse.Namespace, browser: str | None) -> None:
+    """The index page and, per mode, the largest first turn and its conversation.md, once
+    per flavour in `roots`."""
+    first = next(iter(roots.values()))
+    turns = pick_turns(first)
+    shots: list[tuple[str, Path]] = [("index", Path("index.md"))]
+    for mode in MODES:
+        if mode not in turns:
+            print(f"{mode}: no thread of this mode in the archive")
+            continue
+        shots.append((mode, turns[mode]))
+        shots.append((f"{mode}__conversation", turns[mode].parent.parent / "conversation.md"))
+    for name, rel in shots:
+        for flavor, root in roots.items():
+            source = root / rel
+            if not source.is_file():
+                print(f"{name} ({flavor}): {rel} not in the archive")
+                continue
+            text = source.read_text(encoding="utf-8")
+            page = page_html(text, source, flavor=flavor, open_folds=args.open)
+            target = out / f"{name}__{flavor}.html"
+            target.write_text(page, encoding="utf-8")
+            line = f"{name} ({flavor}): {rel} -> {target}"
+            if browser is not None:
+                png = target.with_suffix(".png")
+                ok = screenshot(browser, target, png, args.height)
+                line += f", {png}" if ok else ", screenshot failed"
+            print(line)
+
+
+def archive_flavor(root: Path) -> str:
+    """The flavour an existing archive was rendered in, read from its index.md (Obsidian
+    pages use wikilinks)."""
+    index = root / "index.md"
+    text = index.read_text(encoding="utf-8") if index.is_file() else ""
+    return "obsidian" if "[[" in text else "github"
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("out", type=Path, help="Directory for the .html and .png files.")
     ap.add_argument("--open", action="store_true", help="Open every fold.")
     ap.add_argument("--height", type=int, default=2000, help="Window height in pixels.")
     ap.add_argument("--lang", choices=("en", "zh"), default="en")
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--keep", type=Path, help="Build the demo archives here and keep them.")
+    where.add_argument("--archive", type=Path, help="Shoot this rendered archive instead.")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     # The demo's own warnings (a gone asset, a deleted thread) are part of the sample.
@@ -190,32 +248,16 @@ def main(argv: list[str]) -> int:
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         print("no chromium on PATH (apt-get install -y chromium): writing HTML only")
+    if args.archive is not None:
+        root = args.archive
+        shoot({archive_flavor(root): root}, args.out, args, browser)
+        return 0
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        shoot(build_archives(args.keep, args.lang), args.out, args, browser)
+        return 0
     with tempfile.TemporaryDirectory(prefix="pplx-screens-") as tmp:
-        roots = build_archives(Path(tmp), args.lang)
-        turns = pick_turns(roots["github"])
-        shots: list[tuple[str, Path]] = [("index", Path("index.md"))]
-        for mode in MODES:
-            if mode not in turns:
-                print(f"{mode}: no thread of this mode in the demo archive")
-                continue
-            shots.append((mode, turns[mode]))
-            shots.append((f"{mode}__conversation", turns[mode].parent.parent / "conversation.md"))
-        for name, rel in shots:
-            for flavor in FLAVORS:
-                text = (roots[flavor] / rel).read_text(encoding="utf-8")
-                if flavor == "obsidian":
-                    text = obsidian_to_commonmark(text)
-                page = to_html(text)
-                if args.open:
-                    page = page.replace("<details>", "<details open>")
-                target = args.out / f"{name}__{flavor}.html"
-                target.write_text(page, encoding="utf-8")
-                line = f"{name} ({flavor}): {rel} -> {target}"
-                if browser is not None:
-                    png = target.with_suffix(".png")
-                    ok = screenshot(browser, target, png, args.height)
-                    line += f", {png}" if ok else ", screenshot failed"
-                print(line)
+        shoot(build_archives(Path(tmp), args.lang), args.out, args, browser)
     return 0
 
 

@@ -36,19 +36,28 @@ def background_payloads(ctx: Ctx, run_id: str) -> list[WfPayload]:
     return out
 
 
-def launcher_line(ctx: Ctx, run_id: str, with_time: bool = True) -> str:
+# The tool that starts every sub-agent: naming it under a "Sub-agent" heading says nothing.
+_LAUNCHER = "run_subagent"
+
+
+def launcher_line(ctx: Ctx, run_id: str, with_time: bool = True, headline: str = "") -> str:
     """The background root's launcher step (`run_subagent`): title, tool and time (left
-    out with `with_time` False: the caller's status line gives it)."""
+    out with `with_time` False: the caller's status line gives it). A title equal to the
+    `headline` the caller's heading already gives is left out, and so is a line that would
+    then only name the ordinary launcher: every fact once."""
     parts: list[str] = []
+    said = one_line(headline)
     for root in ctx.conv.views.roots_of(run_id):
         for step in root.block.steps:
             if step.id != run_id:
                 continue
             title = one_line(step.title)
+            title = "" if title == said else title
             tool = step.tool_name
-            text = " ".join(x for x in (f"`{tool}`" if tool else "", title) if x)
-            if with_time:
-                text += time_range(step.started_at, step.completed_at)
+            when = time_range(step.started_at, step.completed_at) if with_time else ""
+            if not title and not when and tool in ("", _LAUNCHER):
+                continue
+            text = " ".join(x for x in (f"`{tool}`" if tool else "", title) if x) + when
             if text.strip() and text not in parts:
                 parts.append(text)
     return quote(" · ".join(parts)) if parts else ""

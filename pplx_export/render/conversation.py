@@ -94,7 +94,7 @@ def appendix_item(ctx: Ctx, item: AppendixItem) -> str:
     titles = step_titles([wp]) if plan_goals(ctx, bg, "background_entries") else None
     return join_blocks(
         [
-            launcher_line(ctx, wp.id, with_time=False),
+            launcher_line(ctx, wp.id, with_time=False, headline=wp.headline),
             block,
             plan_block(ctx, bg, titles=titles, shown_md=block),
             background_log(ctx, item.log, block),

@@ -163,6 +163,10 @@ def render_step(ctx: Ctx, step: Step) -> str:
         return _council_round(step)
     if kind == "COUNCIL_RESEARCH":
         return _council_research(ctx, step)
+    if kind == "TERMINATE" and set(step.content) <= {"goal_id"}:
+        # The end marker of a pro search (§9.7) says nothing a reader needs; one that
+        # carries more than its goal falls through, so what it carries is shown.
+        return ""
     # The payload under the placeholder: what search finds in it, the reader sees.
     payload = step.content or {k: v for k, v in step.raw.items() if k != "step_type"}
     return join_blocks(

@@ -75,12 +75,12 @@ def interleave(
     return out, rest
 
 
-def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload) -> list[str]:
+def _sub_body(ctx: Ctx, sub: SubAgent, wp: WfPayload, headline: str) -> list[str]:
     """Prompt, plan, work process, conclusion and citations of a mapped sub-agent."""
     lb = ctx.labels
     meta = [f"{lb.run_id}{lb.sep}`{sub.sub_id}`"]
     meta += lb.code_facts((lb.status, sub.status), (lb.model, wp.model))
-    blocks = [quote(" · ".join(meta)), launcher_line(ctx, sub.sub_id)]
+    blocks = [quote(" · ".join(meta)), launcher_line(ctx, sub.sub_id, headline=headline)]
     # Two copies of the run exist: the workflow payload in the launching turn (titled steps,
     # may lag) and the background entry's step log (the parser's sub.steps). The payload is
     # shown first; the log adds what the payload lacks (everything, when the payload is empty).
@@ -181,7 +181,7 @@ def render_subagent_step(ctx: Ctx, i: int, step: WfStep) -> str:
         head += f" · {tag}"
     blocks = [head]
     if sub is not None:
-        blocks += _sub_body(ctx, sub, wp)
+        blocks += _sub_body(ctx, sub, wp, headline)
     elif wp.steps:
         blocks.append(nested(ctx, wp, 0, frozenset({id(wp)}), lb.subagent, lr))
     elif wp.prompt.strip():
@@ -194,7 +194,7 @@ def render_subagent_step(ctx: Ctx, i: int, step: WfStep) -> str:
         if wpi is not None and wpi.is_anchor and wpi.id in ctx.sub_map:
             other = ctx.sub_map[wpi.id]
             blocks.append(bold(f"{lb.subagent}{lb.sep}{one_line(other.headline)}"))
-            blocks += _sub_body(ctx, other, wpi)
+            blocks += _sub_body(ctx, other, wpi, other.headline)
             continue
         blocks.append(render_item(ctx, item))
     return join_blocks(blocks)
@@ -213,7 +213,7 @@ def render_stub_section(ctx: Ctx, turn: Turn) -> str:
         # When the run's own status line gives its time, the launcher's title only.
         own_time = bool(time_range(wp.started_at, wp.completed_at))
         blocks += [
-            launcher_line(ctx, wp.id, with_time=not own_time),
+            launcher_line(ctx, wp.id, with_time=not own_time, headline=wp.headline),
             block,
             background_log(ctx, run.log, block),
         ]
