@@ -16,6 +16,7 @@ from pplx_export.render.text import (
     link,
     model_links,
     one_line,
+    outside_fences,
     quote,
     squash,
     squash_lines,
@@ -102,6 +103,44 @@ def test_quote_matches_its_definition(text: str) -> None:
 def test_quote_examples() -> None:
     assert quote("") == ">"
     assert quote("a\n\n b\n") == "> a\n>\n>  b\n>"
+
+
+_FENCE_BY_DEFINITION = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _outside_fences_by_definition(lines: list[str]) -> list[tuple[int, str]]:
+    # Line by line: a fence line opens a block, or closes the open one when it has the
+    # block's character and is at least as long.
+    out: list[tuple[int, str]] = []
+    fence = ""
+    for n, line in enumerate(lines):
+        m = _FENCE_BY_DEFINITION.match(line)
+        if fence:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = ""
+        elif m:
+            fence = m.group(1)
+        else:
+            out.append((n, line))
+    return out
+
+
+_FENCE_PIECES = st.sampled_from(
+    ["```", "````", "~~~", "~~~~", "``", "   ", "    ", "a", "# h", "`", "~", "python"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_FENCE_PIECES, max_size=3).map("".join), max_size=12))
+def test_outside_fences_matches_its_definition(lines: list[str]) -> None:
+    assert list(outside_fences(lines)) == _outside_fences_by_definition(lines)
+
+
+def test_outside_fences_examples() -> None:
+    # Only a longer or equal fence of the same character closes one.
+    lines = ["a", "````", "b", "~~~", "```", "c", "````", "d", "~~~", "e", "~~~~", "f"]
+    assert list(outside_fences(lines)) == [(0, "a"), (7, "d"), (11, "f")]
+    assert list(outside_fences(["x", "~~~~", "y", "~~~"])) == [(0, "x")]  # unclosed: code
 
 
 _LINK_TEXT_SPECIAL = re.compile(r"([\[\]\\])")

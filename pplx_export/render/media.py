@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from pplx_export.models import LocalFile, MediaItem, Turn
 from pplx_export.render.context import Ctx
 from pplx_export.render.files import is_image, missing_reason, relative
-from pplx_export.render.text import FENCE, image, join_blocks, link, squash
+from pplx_export.render.text import image, join_blocks, link, outside_fences, squash
 
 # An anchor this short (letters and digits) may match an unrelated line: only an exact
 # match counts then, not a line that starts with it.
@@ -75,16 +75,7 @@ def anchor_line(lines: Sequence[str], anchor: str) -> int | None:
     want = squash(anchor)
     if not want:
         return None
-    fence = ""
-    for n, line in enumerate(lines):
-        m = FENCE.match(line)
-        if fence:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                fence = ""
-            continue
-        if m:
-            fence = m.group(1)
-            continue
+    for n, line in outside_fences(lines):
         have = squash(line)
         if have == want or (len(want) >= _PREFIX_MIN and have.startswith(want)):
             return n

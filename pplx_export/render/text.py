@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
+from itertools import chain, compress, count
 from typing import Any
 
 from pplx_export.render.latex import norm
@@ -225,6 +227,33 @@ FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")  # a fenced code block's opening or 
 _ATX = re.compile(r"^( {0,3})(#{1,6})(?=[ \t]|$)")
 
 
+def outside_fences(lines: Sequence[str]) -> Iterable[tuple[int, str]]:
+    """(index, line) for each line of `lines` outside fenced code blocks, the fence lines
+    themselves left out: headings and anchors inside code are not the answer's. A fence
+    closes on a line of its own character at least as long as its opener (CommonMark).
+
+    Every line of every answer passes through here, so the lines are not walked in Python:
+    one `map` finds the fence lines, and the prose between them comes back as enumerated
+    slices (a text without fences, the usual answer, as `enumerate(lines)` itself)."""
+    found = list(map(FENCE.match, lines))
+    if not any(found):
+        return enumerate(lines)
+    runs: list[Iterable[tuple[int, str]]] = []
+    start = 0  # the first line of the prose run under way
+    fence = ""  # the open fence's marker
+    for n, m in zip(compress(count(), found), filter(None, found), strict=True):
+        mark = m.group(1)
+        if not fence:
+            runs.append(enumerate(lines[start:n], start))
+            fence = mark
+        elif mark[0] == fence[0] and len(mark) >= len(fence):
+            fence = ""
+            start = n + 1
+    if not fence:  # an unclosed fence runs to the end
+        runs.append(enumerate(lines[start:], start))
+    return chain.from_iterable(runs)
+
+
 def demote(md: str, top: int) -> str:
     """ATX headings of `md` (outside fenced code) moved down so the highest is at level
     `top` (deeper ones keep their distance, down to 6): an answer's own outline sits below
@@ -232,18 +261,9 @@ def demote(md: str, top: int) -> str:
     if "#" not in md:
         return md
     lines = md.split("\n")
-    fence = ""
     found: list[int] = []
     least = 7
-    for i, line in enumerate(lines):
-        m = FENCE.match(line)
-        if fence:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                fence = ""
-            continue
-        if m:
-            fence = m.group(1)
-            continue
+    for i, line in outside_fences(lines):
         h = _ATX.match(line)
         if h:
             found.append(i)

@@ -85,19 +85,17 @@ def optional_int(value: Any) -> int | None:
 
 def decode_json(value: Any) -> Any:
     """JSON-in-string fields: dict/list pass through, a string is json.loads'ed, else None."""
-    if type(value) is str:
-        try:
-            return loads(value)
-        except (ValueError, RecursionError):
+    # An exact str goes straight to the decode; the rest is sorted out first (a str
+    # subclass, on the general path, is decoded the same way).
+    if type(value) is not str:
+        if isinstance(value, dict | list):
+            return value
+        if not isinstance(value, str):
             return None
-    if isinstance(value, dict | list):
-        return value
-    if isinstance(value, str):
-        try:
-            return loads(value)
-        except (ValueError, RecursionError):
-            return None
-    return None
+    try:
+        return loads(value)
+    except (ValueError, RecursionError):
+        return None
 
 
 def first(d: dict[str, Any], *keys: str) -> Any:

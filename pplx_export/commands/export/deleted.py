@@ -32,13 +32,13 @@ from pplx_export.archive.paths import INDEX_DIR
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, add_remote_deleted, archived_threads
 from pplx_export.commands.upkeep.accounts import AccountSessions, AuthStreak, OpenApi, account_for
+from pplx_export.commands.upkeep.resumable import resumable
 from pplx_export.context import RunOptions
 from pplx_export.errors import (
     ApiError,
     AuthError,
     EntryDeleted,
     EntryExpired,
-    Interrupted,
     NotFound,
 )
 from pplx_export.models import JSON
@@ -191,14 +191,9 @@ def run_sync_deleted(
         )
         if not online or not result.candidates:
             return result
-        with AccountSessions(opts, open_api, counts=result) as sessions:
-            try:
-                _confirm_all(opts, sessions, state, result)
-            except KeyboardInterrupt:
-                # Each tombstone was committed when it was made: nothing to save.
-                raise Interrupted("interrupted; progress saved, rerun to continue") from None
-            finally:
-                result.elapsed = time.monotonic() - started
+        # Each tombstone is committed when it is made: nothing to save on the way out.
+        with AccountSessions(opts, open_api, counts=result) as sessions, resumable(result, started):
+            _confirm_all(opts, sessions, state, result)
     return result
 
 

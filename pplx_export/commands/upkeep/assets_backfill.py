@@ -47,6 +47,7 @@ from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, archived_threads
 from pplx_export.commands.rerender.thread import rerender_thread
 from pplx_export.commands.upkeep.accounts import AccountSessions, AuthStreak, OpenApi, account_for
+from pplx_export.commands.upkeep.resumable import resumable
 from pplx_export.commands.upkeep.tally import BackfillTally
 from pplx_export.config import Account
 from pplx_export.context import RunOptions
@@ -55,7 +56,6 @@ from pplx_export.errors import (
     ArchiveError,
     AuthError,
     EntryExpired,
-    Interrupted,
     NotFound,
     PermissionDenied,
     SchemaError,
@@ -145,7 +145,7 @@ def run_assets_backfill(
     with archive_lock(opts.out, opts.held_locks):
         sweep_temp_files(opts.out / INDEX_DIR, recursive=False)
         threads = _newest_first(archived_threads(opts.out))
-        try:
+        with resumable(result, started):
             _offline_phase(opts, threads, limit, result)
             if fetch_blocks or online:
                 with AccountSessions(opts, open_api, counts=result) as sessions:
@@ -153,10 +153,6 @@ def run_assets_backfill(
                         _blocks_phase(opts, sessions, threads, limit, result)
                     if online:
                         _online_phase(opts, sessions, threads, limit, result)
-        except KeyboardInterrupt:
-            raise Interrupted("interrupted; progress saved, rerun to continue") from None
-        finally:
-            result.elapsed = time.monotonic() - started
     return result
 
 

@@ -23,9 +23,10 @@ from pplx_export.archive.raw import RAW_BLOCKS, RAW_ENTRIES
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, archived_threads
 from pplx_export.commands.upkeep.accounts import AccountSessions, AuthStreak, OpenApi, account_for
+from pplx_export.commands.upkeep.resumable import resumable
 from pplx_export.commands.upkeep.tally import BackfillTally
 from pplx_export.context import RunOptions
-from pplx_export.errors import ApiError, AuthError, EntryExpired, Interrupted, SchemaError
+from pplx_export.errors import ApiError, AuthError, EntryExpired, SchemaError
 from pplx_export.models import JSON
 from pplx_export.parse.mode import aggregate_search_mode
 from pplx_export.progress import progress_reporter
@@ -110,36 +111,34 @@ def run_search_mode_backfill(
         ]
         online: list[tuple[_Index, dict[str, Any]]] = []
         budget = limit
-        try:
-            for index in indexes:
-                for row in index.rows:
-                    if as_str(row.get(KEY)):
-                        result.already += 1
-                        continue
-                    if budget is not None:
-                        if budget <= 0:
-                            break
-                        budget -= 1
-                    thread = on_disk.get(as_str(row.get("entryUUID")))
-                    value = local_search_mode(thread) if thread is not None else None
-                    if value is None:
-                        online.append((index, row))
-                    elif value:
-                        _fill(opts, index, row, value)
-                        result.filled_local += 1
-                    else:
-                        result.unknown += 1
-            if offline:
-                result.not_exported = len(online)
-            elif online:
-                _fill_online(opts, open_api, online, result)
-        except KeyboardInterrupt:
-            raise Interrupted("interrupted; progress saved, rerun to continue") from None
-        finally:
-            for index in indexes:
-                if index.dirty:
-                    save_index(opts.out, index.account, index.rows)
-            result.elapsed = time.monotonic() - started
+        with resumable(result, started):
+            try:
+                for index in indexes:
+                    for row in index.rows:
+                        if as_str(row.get(KEY)):
+                            result.already += 1
+                            continue
+                        if budget is not None:
+                            if budget <= 0:
+                                break
+                            budget -= 1
+                        thread = on_disk.get(as_str(row.get("entryUUID")))
+                        value = local_search_mode(thread) if thread is not None else None
+                        if value is None:
+                            online.append((index, row))
+                        elif value:
+                            _fill(opts, index, row, value)
+                            result.filled_local += 1
+                        else:
+                            result.unknown += 1
+                if offline:
+                    result.not_exported = len(online)
+                elif online:
+                    _fill_online(opts, open_api, online, result)
+            finally:
+                for index in indexes:
+                    if index.dirty:
+                        save_index(opts.out, index.account, index.rows)
     return result
 
 

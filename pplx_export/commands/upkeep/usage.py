@@ -24,10 +24,11 @@ from pplx_export.archive.paths import INDEX_DIR
 from pplx_export.archive.sweep import sweep_temp_files
 from pplx_export.archive.thread_docs import ArchivedThread, archived_threads
 from pplx_export.commands.upkeep.accounts import AccountSessions, AuthStreak, OpenApi, account_for
+from pplx_export.commands.upkeep.resumable import resumable
 from pplx_export.commands.upkeep.tally import BackfillTally
 from pplx_export.config import Account
 from pplx_export.context import RunOptions
-from pplx_export.errors import ApiError, AuthError, Interrupted, PermissionDenied, SchemaError
+from pplx_export.errors import ApiError, AuthError, PermissionDenied, SchemaError
 from pplx_export.models import JSON
 from pplx_export.progress import progress_reporter
 from pplx_export.store.batch_state import ERROR_MAX, BatchState
@@ -138,14 +139,11 @@ def run_usage_backfill(
         if not work:
             result.elapsed = time.monotonic() - started
             return result
-        with AccountSessions(opts, open_api, counts=result) as sessions:
+        with AccountSessions(opts, open_api, counts=result) as sessions, resumable(result, started):
             try:
                 _fetch_all(opts, sessions, files, work, result)
-            except KeyboardInterrupt:
-                raise Interrupted("interrupted; progress saved, rerun to continue") from None
             finally:
                 files.save()
-                result.elapsed = time.monotonic() - started
     return result
 
 
