@@ -134,3 +134,15 @@ def test_no_launcher_line_repeats_the_runs_own_title() -> None:
 def test_a_pro_search_end_marker_is_not_a_placeholder() -> None:
     for name, rel, text in _pages():
         assert "**TERMINATE**" not in text, (name, rel)
+
+
+def test_a_notification_turn_is_its_note_alone_in_the_conversation() -> None:
+    # A subagent_result turn has no query or answer of its own; the conversation view
+    # says where its work is, not "(empty)" and "(none)" under two headings.
+    notes = 0
+    for name, rel, text in _pages():
+        if rel != "conversation.md":
+            continue
+        assert "### Query\n\n(empty)\n\n### Answer\n\n(none)" not in text, (name, rel)
+        notes += text.count("is in [its turn file]")
+    assert notes >= 2

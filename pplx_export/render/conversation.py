@@ -20,7 +20,7 @@ from pplx_export.render.text import (
     ts,
 )
 from pplx_export.render.tree import nested
-from pplx_export.render.turn import linked_answer, rewritten_note, turn_heading
+from pplx_export.render.turn import linked_answer, rewritten_note, turn_answer, turn_heading
 
 # A thread with more turns than this gets a turn list under its header.
 TURN_LIST_FROM = 4
@@ -128,13 +128,33 @@ def turn_notes(ctx: Ctx, turn: Turn) -> str:
     return quote(" · ".join(notes)) if notes else ""
 
 
+def notification_only(ctx: Ctx, turn: Turn) -> bool:
+    """A subagent_result turn whose work is all in its sub-agent runs: no query, no answer,
+    nothing lost to an unread shape, no media, no rewrite note."""
+    return bool(
+        turn.stub_runs
+        and not turn.query.strip()
+        and not turn_answer(turn).strip()
+        and not turn.metadata.imported_from
+        and not turn.media
+        and not turn.losses
+        and not rewritten_note(ctx, turn)
+    )
+
+
 def render_conversation(ctx: Ctx) -> str:
     lb = ctx.labels
     blocks = [header(ctx)]
     for turn in ctx.conv.turns:
+        head = [turn_heading(ctx, turn, "##", turn_file(turn.index)), turn_notes(ctx, turn)]
+        if notification_only(ctx, turn):
+            # A sub-agent's report with no query and no answer of its own: the note that
+            # sends the reader to its turn file is all there is to say ("(empty)" and
+            # "(none)" under two headings said nothing).
+            blocks += head
+            continue
         blocks += [
-            turn_heading(ctx, turn, "##", turn_file(turn.index)),
-            turn_notes(ctx, turn),
+            *head,
             f"### {lb.query}",
             turn.query.strip("\n") if turn.query.strip() else lb.empty,
             f"### {lb.answer}",
