@@ -146,3 +146,16 @@ def test_a_notification_turn_is_its_note_alone_in_the_conversation() -> None:
         assert "### Query\n\n(empty)\n\n### Answer\n\n(none)" not in text, (name, rel)
         notes += text.count("is in [its turn file]")
     assert notes >= 2
+
+
+def test_a_chinese_page_drops_the_label_an_english_step_title_says() -> None:
+    from pplx_export.render.labels import EN, ZH
+    from pplx_export.render.tree import drop_repeated_label
+
+    body = f"**{ZH.searching}{ZH.colon}**\n\n- q"
+    assert drop_repeated_label(ZH, "Searching the web", body) == "- q"
+    assert drop_repeated_label(ZH, f"{ZH.searching}网页", body) == "- q"
+    assert drop_repeated_label(ZH, "Reading pages", body) == body
+    asked = f"**{ZH.asked_user}{ZH.colon}** which?"
+    assert drop_repeated_label(ZH, "Asked the user", asked) == "which?"
+    assert drop_repeated_label(EN, "Searching", f"**{EN.searching}:** x") == "x"

@@ -32,7 +32,7 @@ from pplx_export.render.items import (
     render_user_response,
     shared_files,
 )
-from pplx_export.render.labels import Labels
+from pplx_export.render.labels import EN, Labels
 from pplx_export.render.latex import norm
 from pplx_export.render.shown import Shown, item_atoms
 from pplx_export.render.text import (
@@ -143,10 +143,15 @@ def flattened(ctx: Ctx, top: WfPayload, seen: frozenset[int]) -> str:
 
 def drop_repeated_label(lb: Labels, title: str, body: str) -> str:
     """`body` without its leading `**Searching:**` / `**Asked the user:**` label when the
-    step's `title` already says it (a step titled from its kind, or `Searching …`)."""
-    for label in (lb.searching, lb.asked_user):
+    step's `title` already says it (a step titled from its kind, or `Searching …`). The
+    platform titles steps in its own words, English in every capture so far: a Chinese page
+    drops its label under an English title that says the same."""
+    folded = title.casefold()
+    for label, english in ((lb.searching, EN.searching), (lb.asked_user, EN.asked_user)):
         bold_label = f"**{label}{lb.colon}**"
-        if body.startswith(bold_label) and title.casefold().startswith(label.casefold()):
+        if body.startswith(bold_label) and (
+            folded.startswith(label.casefold()) or folded.startswith(english.casefold())
+        ):
             return body[len(bold_label) :].lstrip(" \n")
     return body
 
