@@ -150,7 +150,9 @@ def test_background_appendix_only_in_conversation_md() -> None:
 
 def test_council_blocks() -> None:
     turn = render_thread(council_conversation())["turns/turn_0001.md"]
-    assert "### Step 1 · 🏛️ Model council: Compare\n\n**Models:** `alpha` · `beta`" in turn
+    assert "### Step 1 · 🏛️ Model council: Compare\n\n**Side by side:**" in turn
+    assert "**Models:**" not in turn  # each fold gives its model's id, once
+    assert turn.count("Model: `alpha`") == 1 and turn.count("Model: `beta`") == 1
     stat = "rounds: 1 · queries: 2 · sources: 1 · answer: 70 chars"
     assert f"<summary>alpha view ({stat})</summary>" in turn
     # both query groups survive (the parser's rounds keep only the last one)

@@ -321,10 +321,9 @@ def render_council_step(
     # step_heading appends the tool name; the council label already says what it is.
     head = head.replace(lb.par("`council_research`"), "")
     payloads = council_payloads(step)
+    # The models are named in the table and each fold gives its model's id: no list of
+    # the ids above them (it was the same fact twice).
     blocks = [head]
-    models = [wp.model for wp in payloads if wp.model]
-    if models:
-        blocks.append(f"**{lb.models}{lb.colon}** " + " · ".join(f"`{m}`" for m in models))
     blocks.append(compare_table(ctx, [(_name_of(ctx, wp), _answer_of(ctx, wp)) for wp in payloads]))
     blocks += [
         _model_block(ctx, wp, log.get(wp.model, ()), first + k) for k, wp in enumerate(payloads)

@@ -81,7 +81,6 @@ class Labels:
     appendix_note: str
     # council
     council: str
-    models: str
     queries_n: str
     sources_n: str
     answer_chars: str
@@ -250,7 +249,6 @@ EN = Labels(
         "attributed to a turn; they are archived here as they are."
     ),
     council="🏛️ Model council",
-    models="Models",
     queries_n="queries: {n}",
     sources_n="sources: {n}",
     answer_chars="answer: {n} chars",
@@ -398,7 +396,6 @@ ZH = Labels(
         "（限额中断/取消等原因），无法归入具体轮次，如实归档于线程末尾。"
     ),
     council="🏛️ 模型委员会",
-    models="模型",
     queries_n="检索 {n} 词",
     sources_n="来源 {n}",
     answer_chars="答案 {n} 字符",
