@@ -175,3 +175,21 @@ def test_novel_steps_short_text_must_appear_verbatim() -> None:
         )
         == []
     )
+
+
+def test_a_plain_council_models_markers_link_its_own_numbered_sources() -> None:
+    def results(*urls: str) -> dict[str, object]:
+        rows = [{"name": f"S {u}", "url": f"https://e.org/{u}"} for u in urls]
+        return {"step_type": "SEARCH_RESULTS", "content": {"web_results": rows}}
+
+    state = {
+        "status": "completed",
+        "steps": [results("a", "b"), results("c")],
+        "answer_chunks": ["C says so.[3] A too.[1][9]"],
+    }
+    raw = {"step_type": "COUNCIL_RESEARCH", "model_states": {"m1": state}}
+    out = render_step(ctx(), Step("COUNCIL_RESEARCH", {}, raw=raw))
+    # The model's sources are numbered on across its rounds, as it counts them in its [n].
+    assert "1. [S a](https://e.org/a)\n2. [S b](https://e.org/b)" in out
+    assert "3. [S c](https://e.org/c)" in out
+    assert "C says so.[\\[3\\]](https://e.org/c) A too.[\\[1\\]](https://e.org/a)[9]" in out

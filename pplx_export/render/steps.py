@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from pplx_export.models import CouncilModel, Step
+from pplx_export.render.cite import marker_label, rewrite_markers
 from pplx_export.render.context import Ctx
 from pplx_export.render.files import relative
 from pplx_export.render.items import source_lines
@@ -17,6 +18,7 @@ from pplx_export.render.text import (
     fenced,
     join_blocks,
     link,
+    link_target,
     one_line,
     payload_fold,
     quote,
@@ -83,7 +85,11 @@ def council_model_body(ctx: Ctx, state: CouncilModel) -> str:
     lb = ctx.labels
     body = [quote(demote(state.mock_thought, WORK_TOP))] if state.mock_thought else []
     rounds = 0
+    urls: dict[int, str] = {}  # the model's sources numbered on across its rounds
     for s in state.steps:
+        if s.step_type == "SEARCH_RESULTS" and s.body.links:
+            body.append(_numbered_results(ctx, s, urls))
+            continue
         rendered = render_step(ctx, s)
         if s.step_type == "COUNCIL_ROUND" and rendered:
             rounds += 1
@@ -91,8 +97,27 @@ def council_model_body(ctx: Ctx, state: CouncilModel) -> str:
         body.append(rendered)
     if state.answer.strip():
         answer = demote(state.answer.strip("\n"), WORK_TOP)
+        # Its `[n]` count in its own sources (numbered above), not in the turn's answer's.
+        answer = rewrite_markers(
+            answer, lambda n: f"[{marker_label(n)}]({link_target(urls[n])})" if n in urls else None
+        )
         body.append(lb.labelled(lb.model_answer, answer))
     return join_blocks(body)
+
+
+def _numbered_results(ctx: Ctx, step: Step, urls: dict[int, str]) -> str:
+    """A council model's search results, numbered on from its earlier ones (as the model
+    counts them in its `[n]`); `urls` gains each number's address."""
+    lines = []
+    for s in step.body.links:
+        if s.url:
+            n = len(urls) + 1
+            urls[n] = s.url
+            lines.append(f"{n}. {link(s.name, s.url)}")
+        elif s.name.strip():
+            lines.append(f"- {s.name.strip()}")
+    title = ctx.labels.search_results + ctx.labels.par(str(len(lines)))
+    return details(title, "\n".join(lines), ctx.flavor)
 
 
 def _list(title: str, lines: list[str]) -> str:
