@@ -109,7 +109,9 @@ def test_sources_md_numbers_match_the_turn_files() -> None:
             continue
         for section in text.split("\n## ")[1:]:
             head, _, body = section.partition("\n\n")
-            turn_rel = re.search(r"\((turns/turn_\d{4}\.md)\)", head)
+            # A turn's sources come from its turn file; those of the background runs no
+            # turn claims, last, from conversation.md.
+            turn_rel = re.search(r"\((turns/turn_\d{4}\.md|conversation\.md)\)", head)
             assert turn_rel, (name, head)
             turn_text = dict((r, t) for n, r, t in all_pages() if n == name)[turn_rel.group(1)]
             for line in body.strip().split("\n"):
@@ -120,3 +122,26 @@ def test_sources_md_numbers_match_the_turn_files() -> None:
                 else:
                     # A source of the work process: the same link is on the turn page.
                     assert line.removeprefix("- ") in turn_text, (name, line)
+
+
+def test_the_sources_of_runs_no_turn_claims_are_listed_and_counted() -> None:
+    # conversation.md shows the background runs no turn claims, with their sources: the
+    # thread's sources.md lists those too, and the header counts them.
+    listed = 0
+    heading = re.compile(r"^## \[[^\]]*\]\(conversation\.md\)$", re.MULTILINE)
+    for name, rel, text in all_pages():
+        found = heading.search(text) if rel == "sources.md" else None
+        if found is None:
+            continue
+        pages = {r: t for n, r, t in all_pages() if n == name}
+        section = text[found.end() :]
+        lines = [line[2:] for line in section.strip().split("\n") if line.startswith("- ")]
+        assert lines and all(line in pages["conversation.md"] for line in lines), name
+        for line in lines:
+            assert not any(line in t for r, t in pages.items() if r.startswith("turns/"))
+        items = [line for line in text.split("\n") if line.startswith("- ")]
+        urls = set(re.findall(r"\]\((https?://[^)\s]+)\)", "\n".join(items)))
+        head = pages["conversation.md"].split("\n## ", 1)[0]
+        assert f"Sources: {len(urls)}" in head, (name, len(urls))
+        listed += len(lines)
+    assert listed >= 1

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from pplx_export.models import Conversation, LocalFile
 from pplx_export.render.context import Ctx
-from pplx_export.render.conversation import render_conversation
+from pplx_export.render.conversation import appendix, render_conversation
 from pplx_export.render.files import Files
 from pplx_export.render.labels import labels_for
 from pplx_export.render.latex import norm
@@ -21,7 +21,13 @@ from pplx_export.render.page import (
     nav_line,
     turn_file,
 )
-from pplx_export.render.sources import count_sources, sources_json, sources_md, turn_sources
+from pplx_export.render.sources import (
+    appendix_sources,
+    count_sources,
+    sources_json,
+    sources_md,
+    turn_sources,
+)
 from pplx_export.render.text import (
     FLAVORS,
     GITHUB,
@@ -74,11 +80,13 @@ def render_thread(
     # sources.md lists, and the header counts, every web page the turn files show; a
     # thread that shows none has no Sources link (nav_line reads the count).
     found = turn_sources(ctx, turns)
-    ctx.memo[SOURCE_COUNT] = count_sources(found)
-    if not found:
+    # ... and the pages of the background runs no turn claims (conversation.md shows them).
+    unattributed = appendix_sources(ctx, appendix(ctx), found) if conv.appendix else []
+    ctx.memo[SOURCE_COUNT] = count_sources(found, unattributed)
+    if not found and not unattributed:
         turns = {here: drop_sources_link(ctx, here, text) for here, text in turns.items()}
     files = {"conversation.md": render_conversation(ctx), **turns}
-    files["sources.md"] = sources_md(ctx.with_page("sources.md"), found)
+    files["sources.md"] = sources_md(ctx.with_page("sources.md"), found, unattributed)
     files["sources.json"] = sources_json(conv.citations)
     return files
 

@@ -102,13 +102,21 @@ def appendix_item(ctx: Ctx, item: AppendixItem) -> str:
     )
 
 
+APPENDIX = "appendix"  # memo key: the appendix, rendered once for sources.md and the page
+
+
 def appendix(ctx: Ctx) -> str:
+    """`## Background tasks`: the runs no turn can claim, shown on conversation.md only."""
     if not ctx.conv.appendix:
         return ""
+    done: str | None = ctx.memo.get(APPENDIX)
+    if done is not None:
+        return done
     lb = ctx.labels
     blocks = [lb.appendix_heading, quote(lb.appendix_note)]
     blocks += [appendix_item(ctx, item) for item in ctx.conv.appendix]
-    return join_blocks(blocks)
+    ctx.memo[APPENDIX] = done = join_blocks(blocks)
+    return done
 
 
 def turn_notes(ctx: Ctx, turn: Turn) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pplx_export.models import Citation
 from pplx_export.render.cite import citation_lines, turn_cites
@@ -49,9 +49,11 @@ def web_links(md: str) -> list[tuple[str, str]]:
     return [(label, url) for url, label in seen.items()]
 
 
-def turn_sources(
-    ctx: Ctx, pages: Mapping[str, str]
-) -> list[tuple[int, list[tuple[int, Citation]], list[tuple[str, str]]]]:
+# Per turn: (index, the answer's numbered citations, the other web pages it shows).
+Found = list[tuple[int, list[tuple[int, Citation]], list[tuple[str, str]]]]
+
+
+def turn_sources(ctx: Ctx, pages: Mapping[str, str]) -> Found:
     """Per turn: (index, the answer's numbered citations, the other web pages its turn file
     shows: step results, sub-agent and council sources, links of the answer text). The
     thread's perplexity.ai link is the page's own, not a source."""
@@ -66,21 +68,29 @@ def turn_sources(
     return out
 
 
-def count_sources(
-    found: list[tuple[int, list[tuple[int, Citation]], list[tuple[str, str]]]],
-) -> int:
-    """Distinct web pages shown across the thread's pages."""
+def _found_urls(found: Found) -> set[str]:
     urls = {c.url.strip() for _, cites, _ in found for _, c in cites}
     urls.update(url for _, _, others in found for _, url in others)
-    return len(urls)
+    return urls
 
 
-def sources_md(
-    ctx: Ctx, found: list[tuple[int, list[tuple[int, Citation]], list[tuple[str, str]]]]
-) -> str:
+def appendix_sources(ctx: Ctx, appendix_md: str, found: Found) -> list[tuple[str, str]]:
+    """The web pages only conversation.md's background-task appendix shows (runs no turn
+    claims, so no turn file shows them)."""
+    shown = _found_urls(found) | {ctx.conv.url}
+    return [(label, url) for label, url in web_links(appendix_md) if url not in shown]
+
+
+def count_sources(found: Found, unattributed: Sequence[tuple[str, str]] = ()) -> int:
+    """Distinct web pages shown across the thread's pages."""
+    return len(_found_urls(found) | {url for _, url in unattributed})
+
+
+def sources_md(ctx: Ctx, found: Found, unattributed: Sequence[tuple[str, str]] = ()) -> str:
     """Every source the thread's pages show, per turn under a link to its turn file: the
     answer's citations numbered as its `[n]` markers, then the pages its work process
-    (steps, sub-agents, council models) showed. "(none)" when there are none."""
+    (steps, sub-agents, council models) showed; last, those of the background runs no turn
+    claims, under a link to conversation.md. "(none)" when there are none."""
     lb = ctx.labels
     title = f"{one_line(ctx.conv.title) or lb.untitled} · {lb.sources_title}"
     blocks = [front_matter(ctx.conv, title), f"# {lb.sources_title}", nav_line(ctx, "sources.md")]
@@ -92,6 +102,10 @@ def sources_md(
         if others:
             lines = "\n".join(f"- {link(label, url)}" for label, url in others)
             blocks += [f"### {lb.work_process}{lb.par(str(len(others)))}", lines]
-    if not found:
+    if unattributed:
+        heading = lb.appendix_heading.lstrip("# ")
+        lines = "\n".join(f"- {link(label, url)}" for label, url in unattributed)
+        blocks += [f"## {link(heading, 'conversation.md', ctx.flavor)}", lines]
+    if not found and not unattributed:
         blocks.append(lb.none)
     return finish(join_blocks(blocks))
