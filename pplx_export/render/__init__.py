@@ -81,7 +81,7 @@ def render_thread(
     # thread that shows none has no Sources link (nav_line reads the count).
     found = turn_sources(ctx, turns)
     # ... and the pages of the background runs no turn claims (conversation.md shows them).
-    unattributed = appendix_sources(ctx, appendix(ctx), found) if conv.appendix else []
+    unattributed = appendix_sources(ctx, appendix(ctx), found)
     ctx.memo[SOURCE_COUNT] = count_sources(found, unattributed)
     if not found and not unattributed:
         turns = {here: drop_sources_link(ctx, here, text) for here, text in turns.items()}

@@ -11,7 +11,7 @@ code (fenced blocks, code spans) and numbers the turn has no source for stay as 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from pplx_export.models import Citation, Turn
 from pplx_export.render.context import Ctx
@@ -173,3 +173,13 @@ def rewrite_markers(md: str, one: Callable[[int], str | None]) -> str:
         return "".join(parts)
 
     return _rewrite(md, run)
+
+
+def link_markers_inline(md: str, urls: Mapping[int, str]) -> str:
+    """`md` with each `[n]` that `urls` has written as an inline link to it; the others
+    stay text."""
+    if not urls:
+        return md
+    return rewrite_markers(
+        md, lambda n: f"[{marker_label(n)}]({link_target(urls[n])})" if n in urls else None
+    )

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from pplx_export.models import Citation, CouncilModel, Step, WfPayload, WfStep
 from pplx_export.parse.views import QUERIES, SOURCES
-from pplx_export.render.cite import marker_label, rewrite_markers
+from pplx_export.render.cite import link_markers_inline, rewrite_markers
 from pplx_export.render.context import Ctx
 from pplx_export.render.shown import Shown
 from pplx_export.render.steps import council_model_body
@@ -251,9 +251,7 @@ def link_model_markers(md: str, cites: Sequence[tuple[int, Citation]], ordinal: 
     if not urls:
         return md
     if ordinal >= len(_MARKER_FORMS):
-        return rewrite_markers(
-            md, lambda n: f"[{marker_label(n)}]({link_target(urls[n])})" if n in urls else None
-        )
+        return link_markers_inline(md, urls)
     form, label = _MARKER_FORMS[ordinal]
     used: dict[int, str] = {}
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from pplx_export.models import CouncilModel, Step
-from pplx_export.render.cite import marker_label, rewrite_markers
+from pplx_export.render.cite import link_markers_inline
 from pplx_export.render.context import Ctx
 from pplx_export.render.files import relative
 from pplx_export.render.items import source_lines
@@ -18,7 +18,6 @@ from pplx_export.render.text import (
     fenced,
     join_blocks,
     link,
-    link_target,
     one_line,
     payload_fold,
     quote,
@@ -98,9 +97,7 @@ def council_model_body(ctx: Ctx, state: CouncilModel) -> str:
     if state.answer.strip():
         answer = demote(state.answer.strip("\n"), WORK_TOP)
         # Its `[n]` count in its own sources (numbered above), not in the turn's answer's.
-        answer = rewrite_markers(
-            answer, lambda n: f"[{marker_label(n)}]({link_target(urls[n])})" if n in urls else None
-        )
+        answer = link_markers_inline(answer, urls)
         body.append(lb.labelled(lb.model_answer, answer))
     return join_blocks(body)
 
